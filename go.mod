@@ -1,0 +1,3 @@
+module github.com/proxysim/proxysim
+
+go 1.26

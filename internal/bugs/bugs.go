@@ -1,0 +1,168 @@
+// Package bugs is the catalogue of real proxy-execution bugs
+// (proxy-exec-protocol.md section 6) that proxysim can switch back on.
+//
+// Each bug is a guarded branch at the very place where its fix lives, so
+// the code shows both sides:
+//
+//	if c.Bug(bugs.LateActivationOnCPU) {
+//		// the v17 code: ...
+//	} else {
+//		// the fix (v18): ...
+//	}
+//
+// The catalogue is proxysim's proof that its detectors work: every entry
+// must be caught by an invariant, the lock-order validator, the watchdog or
+// the race detector.
+package bugs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// ID names a bug.
+type ID uint8
+
+// Set is a set of enabled bugs. Read-only once the machine starts.
+type Set uint64
+
+// Has reports whether bug b is switched on.
+func (s Set) Has(b ID) bool { return s&(1<<b) != 0 }
+
+// With returns s plus b.
+func (s Set) With(b ID) Set { return s | 1<<b }
+
+// Names lists the enabled bugs.
+func (s Set) Names() []string {
+	var out []string
+	for _, b := range Catalogue {
+		if s.Has(b.ID) {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// The bugs. Numbers in comments are section 6 of the protocol notes.
+const (
+	LateActivationOnCPU   ID = iota // 1
+	SkippedWaking                   // 2
+	CPUBeforeOnRQ                   // 3
+	FusedOnRQLoads                  // 4
+	OwnerMidReturn                  // 5
+	ActivationLivelock              // 6
+	RunnableWithoutReturn           // 7
+	DanglingDonor                   // 8
+	StaleBalanceCallbacks           // 9
+	WakeCPUOutsideMask              // 14
+	OwnerCPUReadTwice               // 15
+	NeedReschedCleared              // 16
+	BlockTaskNotLast                // 18
+	WakelistMigrating               // 25
+	DonorDeactivateFail             // 26
+	ParkDonorNotLink                // 19
+	NumBugs
+)
+
+// Bug is one catalogue entry.
+type Bug struct {
+	ID          ID     `json:"-"`
+	Number      int    `json:"number"` // in section 6 of the protocol notes
+	Name        string `json:"name"`
+	FixedIn     string `json:"fixed_in"`
+	Description string `json:"description"`
+	// Detector says what catches it in proxysim.
+	Detector string `json:"detector"`
+}
+
+// Catalogue lists every bug, in ID order.
+var Catalogue = []Bug{
+	{LateActivationOnCPU, 1, "late-activation-on-cpu", "v18",
+		"activate_blocked_waiters enqueues a parked waiter that was woken elsewhere, ran, blocked again and is still on_cpu there: it runs on two CPUs",
+		"inline switch-in check (on_cpu already set), invariant 1"},
+	{SkippedWaking, 2, "skipped-waking", "v13/v18/v22",
+		"ttwu bails on a state mismatch for a RUNNING task left BO_WAKING and find_proxy_task treats the WAKING link as blocked: the task is never returned",
+		"audit: BO_WAKING older than the bound (invariant 10)"},
+	{CPUBeforeOnRQ, 3, "cpu-before-on-rq", "v18",
+		"find_proxy_task tests task_cpu(owner) before owner->on_rq, so a donor is proxy-migrated towards an owner that is asleep",
+		"inline check in proxy_migrate_task: migration target chosen for a sleeping owner"},
+	{FusedOnRQLoads, 4, "fused-on-rq-loads", "v18",
+		"find_proxy_task reuses one load of owner->on_rq for its later checks (compiler-fused READ_ONCE): a stale decision hands a dequeued owner to the CPU",
+		"inline switch-in check (task not queued / on two CPUs)"},
+	{OwnerMidReturn, 5, "owner-mid-return", "v9",
+		"find_proxy_task trusts a stale task_cpu of an owner that is being moved (MIGRATING) instead of letting it land: the owner runs on a CPU it is not queued on",
+		"inline switch-in check (task_cpu / on_rq), invariant 5"},
+	{ActivationLivelock, 6, "activation-livelock", "v9/v11",
+		"activate_blocked_waiters keeps draining an owner's list while donors re-park on it instead of detaching a finite batch: endless loop",
+		"watchdog: CPU makes no progress"},
+	{RunnableWithoutReturn, 7, "runnable-without-return", "v9/v14",
+		"ttwu sets BO_RUNNABLE on every exit, including when the task is still queued on a CPU outside its mask: the donor runs there",
+		"inline switch-in check: task runs outside its affinity mask (invariant 2)"},
+	{DanglingDonor, 8, "dangling-donor", "v9/v18/v22",
+		"proxy migration drops the rq lock while rq->donor still points at the migrated task: the source CPU charges and preempts a task another CPU owns",
+		"race detector, invariant 16 (rq reference survives a lock drop)"},
+	{StaleBalanceCallbacks, 9, "stale-balance-callbacks", "v9/v20-v23",
+		"balance callbacks queued by an abandoned pick survive the lock drop of a proxy migration and run on a later pick",
+		"invariant 17: balance callbacks not empty at pick_again"},
+	{WakeCPUOutsideMask, 14, "wake-cpu-outside-mask", "v11",
+		"an affinity change leaves wake_cpu on a CPU that is no longer allowed; return migration sends the task there",
+		"inline switch-in check: task runs outside its mask (invariant 2), audit invariant 8"},
+	{OwnerCPUReadTwice, 15, "owner-cpu-read-twice", "v11",
+		"find_proxy_task reads task_cpu(owner) twice; the owner moves in between and the donor is 'migrated' to its own CPU",
+		"inline check in proxy_migrate_task: migration to this CPU"},
+	{NeedReschedCleared, 16, "need-resched-cleared", "v10/v11",
+		"__schedule clears need_resched after find_proxy_task returned idle: the CPU idles until the next tick with a donor queued",
+		"audit: runnable donor starved on an idle CPU beyond the progress bound"},
+	{BlockTaskNotLast, 18, "block-task-not-last", "v14",
+		"proxy_enqueue_on_owner dequeues the waiter before it is linked and the donor switched away: it is activated elsewhere while this CPU still touches it",
+		"race detector, inline checks"},
+	{WakelistMigrating, 25, "wakelist-migrating", "v23",
+		"ttwu queues a MIGRATING task on a remote wake list: the remote CPU waits in task_rq_lock for a move that needs it",
+		"watchdog: CPUs stuck"},
+	{DonorDeactivateFail, 26, "donor-deactivate-fail", "v21/v22",
+		"proxy_deactivate fails for a donor with a pending wakeup and nothing returns it: the donor stays queued, unreturned",
+		"audit: BO_WAKING / blocked donor unreturned beyond the bound"},
+	{ParkDonorNotLink, 19, "park-donor-not-link", "v14",
+		"proxy_enqueue_on_owner parks the donor instead of the last link before the sleeping owner: wakeups of mid-chain tasks are lost",
+		"audit: parked task's sleeping owner is not its lock owner (invariant 14)"},
+}
+
+func init() {
+	if len(Catalogue) != int(NumBugs) {
+		panic(fmt.Sprintf("bugs: catalogue has %d entries, want %d", len(Catalogue), NumBugs))
+	}
+	for i, b := range Catalogue {
+		if int(b.ID) != i {
+			panic("bugs: catalogue out of order at " + b.Name)
+		}
+	}
+}
+
+// Lookup finds a bug by name.
+func Lookup(name string) (Bug, bool) {
+	for _, b := range Catalogue {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Bug{}, false
+}
+
+// Parse turns names into a set, or names the first unknown one.
+func Parse(names []string) (Set, error) {
+	var s Set
+	for _, n := range names {
+		b, ok := Lookup(strings.TrimSpace(n))
+		if !ok {
+			all := make([]string, 0, len(Catalogue))
+			for _, c := range Catalogue {
+				all = append(all, c.Name)
+			}
+			sort.Strings(all)
+			return 0, fmt.Errorf("unknown bug %q (see 'proxysim bugs'; known: %s)", n, strings.Join(all, ", "))
+		}
+		s = s.With(b.ID)
+	}
+	return s, nil
+}

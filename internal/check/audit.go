@@ -1,0 +1,296 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/proxysim/proxysim/internal/mutex"
+	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/task"
+)
+
+// View is what the audit reads. Every CPU is parked when it runs, so it
+// reads without locks.
+type View interface {
+	NumCPUs() int
+	RQ(cpu int) *rq.RQ
+	Tasks() []*task.Task // index = id, [0] nil
+	Mutexes() []*mutex.Mutex
+	Now(cpu int) int64
+	Busy(cpu int) int64
+}
+
+// AuditConfig says what the audit checks.
+type AuditConfig struct {
+	Proxy          bool
+	SleepingOwners bool
+	Horizon        int64 // the barrier's virtual time
+	WakingBound    int64 // max virtual ns a task may stay BO_WAKING (0: off)
+}
+
+// Audit checks the global invariants and reports each violation found.
+func Audit(v View, cfg AuditConfig, report func(Violation)) {
+	a := auditor{v: v, cfg: cfg, report: report}
+	a.queues()
+	a.onCPU()
+	a.mutexes()
+	a.blocked()
+	a.runtime()
+}
+
+type auditor struct {
+	v      View
+	cfg    AuditConfig
+	report func(Violation)
+	where  map[*task.Task]int // queued tasks -> cpu
+}
+
+func (a *auditor) fail(inv Invariant, cpu int, p *task.Task, format string, args ...any) {
+	vi := Violation{Invariant: inv, CPU: cpu, Message: fmt.Sprintf(format, args...), Time: a.cfg.Horizon}
+	if p != nil {
+		vi.Task, vi.TaskName = p.ID, p.String()
+	}
+	a.report(vi)
+}
+
+func blockedPeek(p *task.Task) bool {
+	m, s, _ := p.Peek()
+	return m != nil && s != task.BORunnable
+}
+
+// queues: invariants 6, 9, 17, 22 and the progress rule for idle CPUs.
+func (a *auditor) queues() {
+	a.where = map[*task.Task]int{}
+	for cpu := 0; cpu < a.v.NumCPUs(); cpu++ {
+		r := a.v.RQ(cpu)
+		ts := r.Tasks()
+		if n := r.NrRunning(); n != len(ts) {
+			a.fail(InvCounts, cpu, nil, "nr_running %d but %d tasks in the class queues", n, len(ts))
+		}
+		if n := r.BalanceCallbacks(); n != 0 {
+			a.fail(InvBalanceCallbacks, cpu, nil, "%d balance callbacks pending at a quiescent point", n)
+		}
+		if r.NrUninterruptible < 0 {
+			a.fail(InvCounts, cpu, nil, "nr_uninterruptible is %d", r.NrUninterruptible)
+		}
+		for _, p := range ts {
+			if prev, dup := a.where[p]; dup {
+				a.fail(InvOneQueue, cpu, p, "%v queued on cpu%d and cpu%d", p, prev, cpu)
+			}
+			a.where[p] = cpu
+			if p.OnRQ() != task.OnRQQueued || p.CPU() != cpu || p.SE.QueueCPU != cpu {
+				a.fail(InvOneQueue, cpu, p, "%v in cpu%d's queue with on_rq=%d task_cpu=%d", p, cpu, p.OnRQ(), p.CPU())
+			}
+			if p.State() == task.Dead {
+				a.fail(InvOneQueue, cpu, p, "%v is DEAD but queued", p)
+			}
+			runnable := !a.cfg.Proxy || !blockedPeek(p)
+			if runnable && !p.CPUsMask.Has(cpu) && !p.MigrationReady {
+				a.fail(InvRunnableInMask, cpu, p, "runnable %v queued on cpu%d outside its mask %v (wake_cpu %d)", p, cpu, p.CPUsMask, p.WakeCPU)
+			}
+			if p.CPU() != p.WakeCPU && !blockedPeek(p) && !p.MigrationReady {
+				a.fail(InvWakeCPU, cpu, p, "%v queued on cpu%d away from wake_cpu %d but not blocked", p, cpu, p.WakeCPU)
+			}
+		}
+		if r.Curr() == r.Idle && len(ts) > 0 && !r.NeedResched() {
+			a.fail(InvProgress, cpu, ts[0], "cpu%d idles with %d queued tasks and no reschedule pending: they will not run until something else kicks it", cpu, len(ts))
+		}
+	}
+	for _, p := range a.v.Tasks() {
+		if p == nil {
+			continue
+		}
+		_, q := a.where[p]
+		switch p.OnRQ() {
+		case task.OnRQQueued:
+			if !q {
+				a.fail(InvOneQueue, p.CPU(), p, "%v has on_rq QUEUED but is in no class queue", p)
+			}
+		case task.OnRQMigrating:
+			a.fail(InvOneQueue, p.CPU(), p, "%v is MIGRATING at a quiescent point: a move was left half done", p)
+		}
+		if p.State() != task.Dead && !p.CPUsMask.Has(p.WakeCPU) {
+			a.fail(InvWakeCPU, p.CPU(), p, "%v has wake_cpu %d outside its mask %v", p, p.WakeCPU, p.CPUsMask)
+		}
+	}
+}
+
+// onCPU: invariants 1, 2, 4.
+func (a *auditor) onCPU() {
+	running := map[*task.Task]int{}
+	for cpu := 0; cpu < a.v.NumCPUs(); cpu++ {
+		r := a.v.RQ(cpu)
+		curr := r.Curr()
+		if curr == r.Idle {
+			continue
+		}
+		if other, dup := running[curr]; dup {
+			a.fail(InvSingleRun, cpu, curr, "%v is curr on cpu%d and cpu%d", curr, other, cpu)
+		}
+		running[curr] = cpu
+		if !curr.OnCPU() {
+			a.fail(InvSingleRun, cpu, curr, "%v is curr on cpu%d without on_cpu", curr, cpu)
+		}
+		if !curr.CPUsMask.Has(cpu) {
+			a.fail(InvAffinity, cpu, curr, "%v executes on cpu%d outside its mask %v", curr, cpu, curr.CPUsMask)
+		}
+		if a.cfg.Proxy && blockedPeek(curr) && !r.NeedResched() {
+			a.fail(InvBlockedNotCurr, cpu, curr, "%v executes on cpu%d while mutex-blocked", curr, cpu)
+		}
+		if d := r.PeekDonor(); d != curr && d != r.Idle && !r.NeedResched() {
+			if !a.cfg.Proxy || !chainReaches(d, curr) {
+				a.fail(InvCurrDonor, cpu, curr, "cpu%d executes %v for donor %v, which is not blocked on a chain ending there", cpu, curr, d)
+			}
+		}
+	}
+	for _, p := range a.v.Tasks() {
+		if p != nil && p.OnCPU() {
+			if _, ok := running[p]; !ok {
+				a.fail(InvSingleRun, p.CPU(), p, "%v has on_cpu set but is curr nowhere", p)
+			}
+		}
+	}
+}
+
+func chainReaches(d, curr *task.Task) bool {
+	p := d
+	for i := 0; i < 64 && p != nil; i++ {
+		if p == curr {
+			return true
+		}
+		m, s, _ := p.Peek()
+		if m == nil || s == task.BORunnable {
+			return false
+		}
+		p = m.OwnerTask()
+	}
+	return false
+}
+
+// mutexes: invariant 12.
+func (a *auditor) mutexes() {
+	waiting := map[*task.Task]*mutex.Mutex{}
+	for _, m := range a.v.Mutexes() {
+		owner, flags, ws := m.Peek()
+		if owner != nil && owner.State() == task.Dead {
+			a.fail(InvOneOwner, owner.CPU(), owner, "%v owned by exited %v", m, owner)
+		}
+		if len(ws) > 0 && flags&mutex.FlagWaiters == 0 {
+			a.fail(InvOneOwner, -1, ws[0], "%v has %d waiters but no WAITERS flag: unlock would take the fast path and wake nobody", m, len(ws))
+		}
+		for _, w := range ws {
+			if prev, dup := waiting[w]; dup {
+				a.fail(InvOneOwner, -1, w, "%v waits on %v and %v", w, prev, m)
+			}
+			waiting[w] = m
+			bo, _, _ := w.Peek()
+			if bo != task.Lock(m) {
+				a.fail(InvOneOwner, -1, w, "%v is on %v's wait list but blocked_on is %v", w, m, bo)
+			}
+			if w == owner && flags&mutex.FlagPickup == 0 {
+				a.fail(InvOneOwner, -1, w, "%v owns %v and is still on its wait list", w, m)
+			}
+		}
+	}
+	for _, p := range a.v.Tasks() {
+		if p == nil {
+			continue
+		}
+		if bo, _, _ := p.Peek(); bo != nil {
+			if mm, ok := waiting[p]; !ok || task.Lock(mm) != bo {
+				a.fail(InvOneOwner, p.CPU(), p, "%v is blocked_on %v but not on its wait list", p, bo)
+			}
+		}
+	}
+}
+
+// blocked: invariants 10, 11, 13, 14, 15, 31, 32.
+func (a *auditor) blocked() {
+	parkedOn := map[*task.Task]*task.Task{}
+	for _, p := range a.v.Tasks() {
+		if p == nil {
+			continue
+		}
+		m, s, _ := p.Peek()
+		if m != nil {
+			// chain acyclic (both modes): follow owners
+			q := p
+			for i := 0; ; i++ {
+				qm, _, _ := q.Peek()
+				if qm == nil {
+					break
+				}
+				o := qm.OwnerTask()
+				if o == nil || o == q {
+					break // free, or handed to q and not yet picked up
+				}
+				if o == p || i > len(a.v.Tasks()) {
+					a.fail(InvChainAcyclic, p.CPU(), p, "blocked_on chain from %v loops back: mutex deadlock", p)
+					break
+				}
+				q = o
+			}
+		}
+		if a.cfg.Proxy {
+			if p.State() == task.Running && m != nil && s == task.BOBlocked {
+				a.fail(InvRunningNotBlocked, p.CPU(), p, "%v is TASK_RUNNING but BO_BLOCKED on %v", p, m)
+			}
+			if s == task.BOWaking && a.cfg.WakingBound > 0 && a.cfg.Horizon-p.BOSince > a.cfg.WakingBound {
+				a.fail(InvWakingReturns, p.CPU(), p, "%v has been BO_WAKING for %d ns (bound %d): never returned", p, a.cfg.Horizon-p.BOSince, a.cfg.WakingBound)
+			}
+		}
+		for _, w := range p.BlockedHead {
+			if prev, dup := parkedOn[w]; dup {
+				a.fail(InvSleepingOwner, w.CPU(), w, "%v parked on %v and %v", w, prev, p)
+			}
+			parkedOn[w] = p
+			if w.SleepingOwner.Load() != p {
+				a.fail(InvSleepingOwner, w.CPU(), w, "%v on %v's blocked_head but sleeping_owner is %v", w, p, w.SleepingOwner.Load())
+			}
+			if w.OnRQ() != task.OnRQNone {
+				a.fail(InvSleepingOwner, w.CPU(), w, "%v parked on %v but on_rq=%d", w, p, w.OnRQ())
+			}
+			if wm, _, _ := w.Peek(); wm == nil || wm.OwnerTask() != p {
+				a.fail(InvParkedOwner, w.CPU(), w, "%v parked on %v but its lock %v is owned by %v", w, p, wm, ownerOf(wm))
+			}
+			if p.OnRQ() != task.OnRQNone {
+				a.fail(InvNoStrandedWaiter, p.CPU(), w, "%v stranded on the list of %v, which is awake (on_rq=%d)", w, p, p.OnRQ())
+			}
+		}
+	}
+	for _, p := range a.v.Tasks() {
+		if p == nil {
+			continue
+		}
+		if so := p.SleepingOwner.Load(); so != nil && parkedOn[p] != so {
+			a.fail(InvSleepingOwner, p.CPU(), p, "%v has sleeping_owner %v but is not on its list", p, so)
+		}
+	}
+}
+
+func ownerOf(m task.Lock) *task.Task {
+	if m == nil {
+		return nil
+	}
+	return m.OwnerTask()
+}
+
+// runtime: invariant 20: what tasks were charged plus what is pending
+// equals the time CPUs spent executing them.
+func (a *auditor) runtime() {
+	var charged, busy int64
+	for _, p := range a.v.Tasks() {
+		if p != nil {
+			charged += p.SE.SumExecRuntime
+		}
+	}
+	for cpu := 0; cpu < a.v.NumCPUs(); cpu++ {
+		busy += a.v.Busy(cpu)
+		r := a.v.RQ(cpu)
+		if r.Curr() != r.Idle {
+			charged += a.v.Now(cpu) - r.PeekExecStart()
+		}
+	}
+	if charged != busy {
+		a.fail(InvRuntime, -1, nil, "tasks were charged %d ns of execution but CPUs were busy %d ns", charged, busy)
+	}
+}

@@ -1,0 +1,141 @@
+package check
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Invariant identifies a checked property. Numbers 1..22 are those of
+// section 5 of the protocol notes; larger ones are proxysim's own.
+type Invariant int
+
+const (
+	InvSingleRun         Invariant = 1  // a task executes on at most one CPU; on_cpu on at most one
+	InvAffinity          Invariant = 2  // a task executes only on a CPU in its mask
+	InvBlockedNotCurr    Invariant = 3  // a mutex-blocked task is never switched in to execute
+	InvCurrDonor         Invariant = 4  // curr == donor, or curr ends donor's chain, or idle
+	InvQueuedHere        Invariant = 5  // donor, chain links and the returned owner are queued here
+	InvOneQueue          Invariant = 6  // on_rq QUEUED <=> in exactly one class queue, that of task_cpu
+	InvOnCPUNoEnqueue    Invariant = 7  // on_rq 0 and on_cpu 1: nobody enqueues it
+	InvWakeCPU           Invariant = 8  // wake_cpu in mask unless proxy-migrated; cpu != wake_cpu => blocked
+	InvRunnableInMask    Invariant = 9  // no runnable task stays queued outside its mask
+	InvWakingReturns     Invariant = 10 // BO_WAKING follows BLOCKED; every WAKING task is returned in time
+	InvDonorHandoff      Invariant = 11 // blocked_donor's lock is owned by the task it donates to
+	InvOneOwner          Invariant = 12 // a mutex has one owner; wait list agrees with waiters
+	InvSleepingOwner     Invariant = 13 // parked on at most one list; parked => on_rq 0
+	InvParkedOwner       Invariant = 14 // a parked waiter's owner is asleep and owns its lock
+	InvNoStrandedWaiter  Invariant = 15 // owner wake => parked waiters re-activated
+	InvNoStaleRef        Invariant = 16 // no rq reference to a task survives an rq-lock drop
+	InvBalanceCallbacks  Invariant = 17 // balance callbacks empty at pick_again and at lock drops
+	InvFPTNoWait         Invariant = 18 // find_proxy_task never waits for ttwu holding the rq lock
+	InvRuntime           Invariant = 20 // sum of exec runtime == sum of CPU busy time
+	InvLockOrder         Invariant = 21 // lock order of section 2 holds on every path
+	InvCounts            Invariant = 22 // nr_running and friends agree and never go negative
+	InvProgress          Invariant = 30 // every runnable task makes progress within a bound
+	InvRunningNotBlocked Invariant = 31 // TASK_RUNNING implies not mutex-blocked (Peter Zijlstra's rule)
+	InvChainAcyclic      Invariant = 32 // blocked_on chains are acyclic (else: deadlock)
+	InvHang              Invariant = 40 // the simulator makes progress in real time
+	InvInternal          Invariant = 41 // a model assertion failed (panic)
+	InvProxyMigrate      Invariant = 42 // proxy migration decisions: owner runnable, target remote
+	InvMutexMisuse       Invariant = 43 // program unlocks a mutex it does not hold
+)
+
+var invNames = map[Invariant]string{
+	InvSingleRun: "single-run", InvAffinity: "affinity", InvBlockedNotCurr: "blocked-not-curr",
+	InvCurrDonor: "curr-donor", InvQueuedHere: "queued-here", InvOneQueue: "one-queue",
+	InvOnCPUNoEnqueue: "on-cpu-no-enqueue", InvWakeCPU: "wake-cpu", InvRunnableInMask: "runnable-in-mask",
+	InvWakingReturns: "waking-returns", InvDonorHandoff: "donor-handoff", InvOneOwner: "one-owner",
+	InvSleepingOwner: "sleeping-owner", InvParkedOwner: "parked-owner", InvNoStrandedWaiter: "no-stranded-waiter",
+	InvNoStaleRef: "no-stale-rq-ref", InvBalanceCallbacks: "balance-callbacks", InvFPTNoWait: "fpt-no-wait",
+	InvRuntime: "runtime", InvLockOrder: "lock-order", InvCounts: "counts", InvProgress: "progress",
+	InvRunningNotBlocked: "running-not-blocked", InvChainAcyclic: "chain-acyclic", InvHang: "hang",
+	InvInternal: "internal", InvProxyMigrate: "proxy-migrate", InvMutexMisuse: "mutex-misuse",
+}
+
+// Name returns the invariant's stable name (metric label, JSON).
+func (i Invariant) Name() string {
+	if n, ok := invNames[i]; ok {
+		return n
+	}
+	return fmt.Sprintf("inv-%d", int(i))
+}
+
+// AllInvariants lists every invariant, in number order.
+func AllInvariants() []Invariant {
+	out := make([]Invariant, 0, len(invNames))
+	for i := Invariant(0); i < 100; i++ {
+		if _, ok := invNames[i]; ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Violation is one broken invariant.
+type Violation struct {
+	Invariant Invariant `json:"-"`
+	Name      string    `json:"invariant"`
+	CPU       int       `json:"cpu"`
+	Task      int       `json:"task"`
+	TaskName  string    `json:"task_name,omitempty"`
+	Message   string    `json:"message"`
+	Time      int64     `json:"time_ns"`
+	Seq       uint64    `json:"event_seq"`
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("invariant %d (%s) on cpu %d, task %s: %s", int(v.Invariant), v.Name, v.CPU, v.TaskName, v.Message)
+}
+
+// Reporter collects violations. The first one stops the machine (through
+// OnFirst); later ones are kept, up to a limit, as evidence.
+type Reporter struct {
+	mu         sync.Mutex
+	violations []Violation
+	counts     map[Invariant]uint64
+	// OnFirst runs once, for the first violation, outside the lock.
+	OnFirst func(Violation)
+}
+
+// NewReporter returns an empty reporter.
+func NewReporter() *Reporter { return &Reporter{counts: map[Invariant]uint64{}} }
+
+// Report records a violation.
+func (r *Reporter) Report(v Violation) {
+	v.Name = v.Invariant.Name()
+	r.mu.Lock()
+	first := len(r.violations) == 0
+	if len(r.violations) < 64 {
+		r.violations = append(r.violations, v)
+	}
+	r.counts[v.Invariant]++
+	r.mu.Unlock()
+	if first && r.OnFirst != nil {
+		r.OnFirst(v)
+	}
+}
+
+// Violations returns what was reported.
+func (r *Reporter) Violations() []Violation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Violation(nil), r.violations...)
+}
+
+// Counts returns violations per invariant.
+func (r *Reporter) Counts() map[Invariant]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[Invariant]uint64, len(r.counts))
+	for k, v := range r.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Failed reports whether any violation was seen.
+func (r *Reporter) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.violations) > 0
+}

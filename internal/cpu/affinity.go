@@ -1,0 +1,156 @@
+package cpu
+
+import (
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/proxy"
+	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// setCPUsAllowed is __set_cpus_allowed_ptr() / affine_move_task(): change
+// p's mask under pi_lock and its rq lock; if p's CPU is no longer allowed,
+// move it now when it is merely queued, or have the stopper move it when
+// it is running. A mutex-blocked donor may stay where it is (donors may
+// sit outside their mask; the return path places them).
+func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
+	mask = mask.And(task.MaskAll(len(m.cpus)))
+	if mask.Empty() {
+		return
+	}
+	p.PiLock.Lock(c.CPU)
+	r := m.taskRQLock(c, p)
+	if p.State() == task.Dead {
+		r.Lock.Unlock(c.CPU)
+		p.PiLock.Unlock(c.CPU)
+		return
+	}
+	p.CPUsMask = mask
+	p.NrCPUsAllowed = mask.Weight()
+	c.Emit(trace.EvAffinity, int32(p.ID), int32(mask.Next(0)), int32(p.NrCPUsAllowed), 0)
+	dest := mask.Next(p.CPU())
+	if dest < 0 {
+		dest = mask.Next(0)
+	}
+	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) {
+		// v11: a home CPU that is no longer allowed moves with the mask.
+		p.WakeCPU = dest
+	}
+	switch {
+	case mask.Has(p.CPU()):
+		// Nothing to move.
+	case p == r.Curr() || p.OnCPU():
+		p.MigrationReady = true
+		cp := m.cpus[r.CPU]
+		cp.stopWork = append(cp.stopWork, p)
+		r.ReschedCurr(c)
+		m.sendIPI(c, r.CPU, ipiStopper)
+	case p.Queued() && !proxy.TaskIsBlocked(c, p) && p != r.Donor(c):
+		m.moveQueuedTask(c, r, p, dest, trace.ReasonAffinity)
+		r = nil
+	}
+	if r != nil {
+		r.Lock.Unlock(c.CPU)
+	}
+	p.PiLock.Unlock(c.CPU)
+}
+
+// moveQueuedTask is move_queued_task(): with p's pi_lock and src's lock
+// held, dequeue p (MIGRATING), point it at dest, drop src, enqueue on
+// dest. Returns with no rq lock held.
+func (m *Machine) moveQueuedTask(c *percpu.Ctx, src *rq.RQ, p *task.Task, dest int, why trace.MigrateReason) {
+	src.DeactivateTask(c, p, rq.DequeueMigrating)
+	rq.SetTaskCPU(c, p, dest, false, why)
+	src.Lock.Unlock(c.CPU)
+	dr := m.rqs[dest]
+	dr.Lock.Lock(c.CPU)
+	dr.ActivateTask(c, p, rq.EnqueueMigrated)
+	dr.CheckPreemptCurr(c, p)
+	dr.Lock.Unlock(c.CPU)
+	c.Inc(stats.MigrationsAffinity)
+}
+
+// migrationStop is migration_cpu_stop(): the stopper preempts the current
+// task, then moves the tasks whose affinity excluded this CPU while they
+// were running.
+func (cp *CPU) migrationStop() {
+	c, r, m := cp.c, cp.rq, cp.m
+	cp.schedule(true)
+	r.Lock.Lock(c.CPU)
+	work := cp.stopWork
+	cp.stopWork = nil
+	r.Lock.Unlock(c.CPU)
+	for _, p := range work {
+		p.PiLock.Lock(c.CPU)
+		pr := m.taskRQLock(c, p)
+		p.MigrationReady = false
+		switch {
+		case pr != r || p.CPUsMask.Has(r.CPU) || !p.Queued():
+			pr.Lock.Unlock(c.CPU)
+		case p == r.Curr() || p.OnCPU() || p == r.Donor(c):
+			// Still running: try again after the next switch.
+			p.MigrationReady = true
+			cp.stopWork = append(cp.stopWork, p)
+			r.ReschedCurr(c)
+			m.sendIPI(c, r.CPU, ipiStopper)
+			pr.Lock.Unlock(c.CPU)
+		case proxy.TaskIsBlocked(c, p):
+			pr.Lock.Unlock(c.CPU)
+		default:
+			dest := p.CPUsMask.Next(0)
+			m.moveQueuedTask(c, pr, p, dest, trace.ReasonAffinity)
+		}
+		p.PiLock.Unlock(c.CPU)
+	}
+}
+
+// pushRTTasks is push_rt_tasks(), run as a balance callback with this rq
+// locked: move a waiting RT task to a CPU running something of lower
+// priority. Never pushed: mutex-blocked tasks, the donor, the running
+// (possibly proxied) task; with proxy execution off this is exactly the
+// classic rule (not on_cpu, target in the mask).
+func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
+	p := r.PickBest(func(t *task.Task) bool {
+		return t.RT() && t != r.Curr() && t != r.Donor(c) && !t.OnCPU() && t.NrCPUsAllowed > 1 &&
+			!t.MigrationReady && !proxy.TaskIsBlocked(c, t)
+	})
+	if p == nil {
+		return
+	}
+	// find_lowest_rq: an allowed CPU whose current priority is lower.
+	target, worst := -1, p.SE.Prio
+	for cpu := p.CPUsMask.Next(0); cpu >= 0; cpu = p.CPUsMask.Next(cpu + 1) {
+		if cpu == r.CPU {
+			continue
+		}
+		if pr := m.rqs[cpu].CurrPrio(); pr > worst {
+			target, worst = cpu, pr
+			if pr == task.IdlePrio {
+				break
+			}
+		}
+	}
+	if target < 0 {
+		return
+	}
+	tr := m.rqs[target]
+	// double_lock_balance: drop ours if the order requires, then recheck.
+	if tr.CPU < r.CPU {
+		r.Lock.Unlock(c.CPU)
+		rq.DoubleLock(c, tr, r)
+	} else {
+		tr.Lock.Lock(c.CPU)
+	}
+	ok := p.Queued() && p.CPU() == r.CPU && p != r.Curr() && p != r.Donor(c) && !p.OnCPU() &&
+		p.CPUsMask.Has(target) && !proxy.TaskIsBlocked(c, p) && tr.CurrPrio() > p.SE.Prio
+	if ok {
+		r.DeactivateTask(c, p, rq.DequeueMigrating)
+		rq.SetTaskCPU(c, p, target, false, trace.ReasonLoadBalance)
+		tr.ActivateTask(c, p, rq.EnqueueMigrated)
+		tr.CheckPreemptCurr(c, p)
+		c.Inc(stats.RTPushes)
+	}
+	tr.Lock.Unlock(c.CPU)
+}

@@ -1,0 +1,22 @@
+package cpu
+
+import (
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/stats"
+)
+
+// audit runs the stop-the-world invariant checks. Every CPU is parked at
+// the barrier (the caller holds the barrier lock).
+func (m *Machine) audit(horizon int64) {
+	m.Stats[0].Inc(stats.Audits)
+	check.Audit(m, check.AuditConfig{Proxy: m.cfg.Proxy, SleepingOwners: m.cfg.SleepingOwners, Horizon: horizon, WakingBound: m.cfg.WakingBound},
+		func(v check.Violation) {
+			v.Seq = m.Log.Seq()
+			m.Rep.Report(v)
+		})
+}
+
+// Audit runs the audit on a stopped machine (tests, final check).
+func (m *Machine) Audit() {
+	m.audit(m.bar.horizon.Load())
+}

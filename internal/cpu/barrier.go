@@ -1,0 +1,140 @@
+package cpu
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// barrier is the epoch barrier (lockstep mode). Every CPU runs until its
+// clock reaches the horizon, or until it is idle with nothing due before
+// the horizon, then arrives. The last to arrive runs the epoch hooks (the
+// audit) with every other CPU parked, moves the horizon on by one epoch and
+// releases everyone.
+//
+// An IPI to a parked CPU un-arrives it so that it can take the interrupt
+// within the current epoch: the sender is itself running, so the epoch
+// cannot end before the target has handled it.
+//
+//	sender                          target
+//	ipi |= kind                     arrived = true
+//	if arrived: lock, un-arrive     if ipi != 0: un-arrive itself
+//
+// Both sides store, then load (sequentially consistent atomics), so at
+// least one of them sees the other: no IPI is left waiting for an epoch.
+type barrier struct {
+	m       *Machine
+	mu      sync.Mutex // guards everything below except horizon and flags
+	n       int
+	arrived int
+	parked  []bool
+	flags   []atomic.Bool // parked, readable without mu
+	ch      chan struct{} // closed when the epoch advances or the machine stops
+	horizon atomic.Int64  // end of the current epoch (virtual ns)
+	final   bool          // ch is closed for good (stopping)
+}
+
+func (b *barrier) init(m *Machine) {
+	b.m = m
+	b.n = len(m.cpus)
+	b.parked = make([]bool, b.n)
+	b.flags = make([]atomic.Bool, b.n)
+	b.ch = make(chan struct{})
+	b.horizon.Store(m.cfg.Epoch)
+}
+
+// stop releases everyone for good. Never called with mu held.
+func (b *barrier) stop() {
+	b.mu.Lock()
+	b.m.stopping.Store(true)
+	if !b.final {
+		b.final = true
+		close(b.ch)
+	}
+	b.mu.Unlock()
+}
+
+func (b *barrier) unparkLocked(id int) {
+	if b.parked[id] {
+		b.parked[id] = false
+		b.flags[id].Store(false)
+		b.arrived--
+	}
+}
+
+// wake un-parks CPU id after an IPI was posted to it.
+func (b *barrier) wake(id int) {
+	if !b.flags[id].Load() {
+		return
+	}
+	b.mu.Lock()
+	b.unparkLocked(id)
+	b.mu.Unlock()
+}
+
+// arrive parks cp until the epoch advances or an IPI arrives. It returns
+// false when the machine is stopping.
+func (b *barrier) arrive(cp *CPU) bool {
+	b.mu.Lock()
+	if b.m.stopping.Load() {
+		b.mu.Unlock()
+		return false
+	}
+	b.parked[cp.id] = true
+	b.flags[cp.id].Store(true)
+	b.arrived++
+	if cp.pending() {
+		b.unparkLocked(cp.id)
+		b.mu.Unlock()
+		return true
+	}
+	if b.arrived == b.n {
+		b.advanceLocked()
+		b.mu.Unlock()
+		return !b.m.stopping.Load()
+	}
+	ch := b.ch
+	b.mu.Unlock()
+	for {
+		select {
+		case <-ch:
+			return !b.m.stopping.Load()
+		case <-cp.kick:
+			b.mu.Lock()
+			still := b.parked[cp.id] && b.ch == ch
+			b.mu.Unlock()
+			if !still {
+				return !b.m.stopping.Load()
+			}
+		}
+	}
+}
+
+// advanceLocked ends the epoch: every CPU is parked.
+func (b *barrier) advanceLocked() {
+	m := b.m
+	h := b.horizon.Load()
+	e := m.epochs.Add(1)
+	if m.cfg.AuditEvery > 0 && e%uint64(m.cfg.AuditEvery) == 0 {
+		m.audit(h)
+	}
+	if m.cfg.OnEpoch != nil {
+		m.cfg.OnEpoch(m, h)
+	}
+	if h >= m.cfg.SimTime && !m.stopping.Load() {
+		s := ""
+		m.stopWhy.CompareAndSwap(nil, &s)
+		m.stopping.Store(true)
+	}
+	b.horizon.Store(h + m.cfg.Epoch)
+	for i := range b.parked {
+		b.parked[i] = false
+		b.flags[i].Store(false)
+	}
+	b.arrived = 0
+	close(b.ch)
+	b.ch = make(chan struct{})
+	if m.stopping.Load() {
+		b.final = true
+		close(b.ch)
+	}
+}

@@ -1,0 +1,254 @@
+package cpu
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/mutex"
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// IPI kinds.
+const (
+	ipiResched  uint32 = 1 << iota // smp_send_reschedule: need_resched is already set
+	ipiWakeList                    // sched_ttwu_pending: activate the wake list
+	ipiBalance                     // nohz_balancer_kick: an idle CPU should pull
+	ipiStopper                     // stop_one_cpu(migration_cpu_stop): move an affinity-broken curr
+)
+
+// CPU is one simulated CPU: a goroutine, its runqueue and its context.
+type CPU struct {
+	m  *Machine
+	id int
+	rq *rq.RQ
+	c  *percpu.Ctx
+
+	// wakeList is the llist of tasks queued by remote ttwu for this CPU
+	// to activate (rq->wake_list). Lock-free: pushed by wakers holding
+	// the task's pi_lock, drained by this CPU.
+	wakeList atomic.Pointer[task.Task]
+	// ipi holds pending IPI kinds. Set by senders; taken by this CPU.
+	ipi atomic.Uint32
+	// kick wakes this CPU's goroutine when it is parked.
+	kick chan struct{}
+
+	// timerLock guards timers and timerID (the hrtimer base lock). Timers
+	// are armed by this CPU and cancelled by whichever CPU runs the task
+	// when it resumes.
+	timerLock spinlock.Lock
+	timers    []timer
+	timerID   uint64
+
+	// Owned by this CPU's goroutine.
+	nextTick    int64
+	lastBalance int64
+	busy        int64 // virtual time spent executing tasks
+	wq          mutex.WakeQ
+	// stopWork lists tasks whose affinity no longer allows this CPU and
+	// which were running when it changed. Protected by rq.Lock.
+	stopWork []*task.Task
+}
+
+type timer struct {
+	when int64
+	id   uint64
+	p    *task.Task
+}
+
+func (cp *CPU) pending() bool {
+	return cp.ipi.Load() != 0 || cp.wakeList.Load() != nil
+}
+
+// sendIPI posts an IPI of the given kind to CPU target from CPU c.
+func (m *Machine) sendIPI(c *percpu.Ctx, target int, kind uint32) {
+	t := m.cpus[target]
+	t.ipi.Or(kind)
+	if c != nil {
+		c.Inc(stats.IPIs)
+		c.Emit(trace.EvIPI, 0, int32(target), int32(kind), 0)
+	}
+	m.bar.wake(target)
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// kickResched is the rq's resched IPI.
+func (m *Machine) kickResched(c *percpu.Ctx, cpu int) { m.sendIPI(c, cpu, ipiResched) }
+
+// advance moves this CPU's clock; time spent with a task as curr is busy
+// time.
+func (cp *CPU) advance(d int64) {
+	if d <= 0 {
+		return
+	}
+	cp.c.Now += d
+	if cp.rq.Curr() != cp.rq.Idle {
+		cp.busy += d
+	}
+	cp.c.Stats.SimTime.Store(cp.c.Now)
+}
+
+// run is the CPU's main loop: interrupts, tick, schedule, one step of
+// work, and the epoch barrier.
+func (cp *CPU) run() {
+	defer cp.m.wg.Done()
+	defer func() {
+		if e := recover(); e != nil {
+			cp.m.Report(cp.c, check.InvInternal, cp.rq.Curr(), fmt.Sprintf("panic: %v\n%s", e, debug.Stack()))
+			cp.m.Stop("panic on cpu " + fmt.Sprint(cp.id))
+		}
+	}()
+	m, c, r := cp.m, cp.c, cp.rq
+	for {
+		if m.stopping.Load() {
+			return
+		}
+		if cp.pending() {
+			cp.handleIPIs()
+		}
+		cp.fireTimers()
+		curr := r.Curr()
+		if curr != r.Idle && c.Now >= cp.nextTick {
+			cp.tick()
+		}
+		if r.NeedResched() {
+			cp.schedule(true)
+			continue
+		}
+		horizon := m.bar.horizon.Load()
+		if curr == r.Idle {
+			// NOHZ idle: jump to the next timer, or park until the epoch
+			// ends or an IPI arrives.
+			if next := cp.nextTimer(); next <= horizon {
+				if next > c.Now {
+					cp.advance(next - c.Now)
+				}
+				continue
+			}
+			if horizon > c.Now {
+				cp.advance(horizon - c.Now)
+			}
+			if !m.bar.arrive(cp) {
+				return
+			}
+			cp.resyncTick()
+			continue
+		}
+		cp.step(curr)
+		if c.Now >= horizon {
+			if !m.bar.arrive(cp) {
+				return
+			}
+		}
+	}
+}
+
+// resyncTick moves the next tick after an idle period (NOHZ).
+func (cp *CPU) resyncTick() {
+	t := cp.m.cfg.Tick
+	if cp.nextTick <= cp.c.Now {
+		cp.nextTick = (cp.c.Now/t + 1) * t
+	}
+}
+
+// handleIPIs takes the pending interrupts.
+func (cp *CPU) handleIPIs() {
+	kinds := cp.ipi.Swap(0)
+	if kinds&ipiWakeList != 0 || cp.wakeList.Load() != nil {
+		cp.ttwuPending()
+	}
+	if kinds&ipiStopper != 0 {
+		cp.migrationStop()
+	}
+	if kinds&ipiBalance != 0 && cp.rq.Curr() == cp.rq.Idle {
+		cp.idleBalance()
+	}
+}
+
+// armTimer queues a wakeup of p at virtual time when.
+func (cp *CPU) armTimer(p *task.Task, when int64) uint64 {
+	c := cp.c
+	cp.timerLock.Lock(c.CPU)
+	cp.timerID++
+	id := cp.timerID
+	cp.timers = append(cp.timers, timer{when: when, id: id, p: p})
+	// keep sorted by (when, id): lists are short
+	for i := len(cp.timers) - 1; i > 0; i-- {
+		a, b := cp.timers[i-1], cp.timers[i]
+		if a.when < b.when || (a.when == b.when && a.id < b.id) {
+			break
+		}
+		cp.timers[i-1], cp.timers[i] = b, a
+	}
+	cp.timerLock.Unlock(c.CPU)
+	return id
+}
+
+// cancelTimer removes timer id from CPU owner's list, from CPU c.
+func (m *Machine) cancelTimer(c *percpu.Ctx, owner int, id uint64) {
+	t := m.cpus[owner]
+	t.timerLock.Lock(c.CPU)
+	for i, tm := range t.timers {
+		if tm.id == id {
+			t.timers = append(t.timers[:i], t.timers[i+1:]...)
+			break
+		}
+	}
+	t.timerLock.Unlock(c.CPU)
+}
+
+func (cp *CPU) nextTimer() int64 {
+	c := cp.c
+	cp.timerLock.Lock(c.CPU)
+	next := int64(1<<62 - 1)
+	if len(cp.timers) > 0 {
+		next = cp.timers[0].when
+	}
+	cp.timerLock.Unlock(c.CPU)
+	return next
+}
+
+// fireTimers runs expired timers: each wakes its task (hrtimer_wakeup).
+func (cp *CPU) fireTimers() {
+	c := cp.c
+	for {
+		cp.timerLock.Lock(c.CPU)
+		if len(cp.timers) == 0 || cp.timers[0].when > c.Now {
+			cp.timerLock.Unlock(c.CPU)
+			return
+		}
+		tm := cp.timers[0]
+		cp.timers = cp.timers[1:]
+		cp.timerLock.Unlock(c.CPU)
+		cp.m.tryToWakeUp(c, tm.p, task.WakeInterruptible)
+	}
+}
+
+// tick is scheduler_tick() on this CPU.
+func (cp *CPU) tick() {
+	c, r, m := cp.c, cp.rq, cp.m
+	cp.nextTick += m.cfg.Tick
+	if cp.nextTick <= c.Now {
+		cp.nextTick = (c.Now/m.cfg.Tick + 1) * m.cfg.Tick
+	}
+	c.Inc(stats.Ticks)
+	r.Lock.Lock(c.CPU)
+	if r.Tick(c) {
+		c.Inc(stats.Preemptions)
+	}
+	nr := r.NrRunning()
+	r.Lock.Unlock(c.CPU)
+	if c.Now-cp.lastBalance >= m.cfg.Balance {
+		cp.lastBalance = c.Now
+		cp.periodicBalance(nr)
+	}
+}

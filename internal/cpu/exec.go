@@ -1,0 +1,286 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// dur draws an instruction's duration from the task's own random source.
+func dur(p *task.Task, op *task.Op) int64 {
+	if op.Max > op.Min {
+		return op.Min + p.Exec.Rand.Int64N(op.Max-op.Min+1)
+	}
+	return op.Min
+}
+
+// step runs one step of p's program on this CPU. p is rq.curr and
+// RUNNING. A step is at most one instruction, and compute is cut at the
+// next tick, timer or epoch end so that interrupts are taken on time.
+func (cp *CPU) step(p *task.Task) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	if ex.Exited {
+		// Exited but still current: schedule it away.
+		cp.schedule(false)
+		return
+	}
+	if ex.PC >= len(ex.Prog.Ops) {
+		cp.exit(p)
+		return
+	}
+	op := &ex.Prog.Ops[ex.PC]
+	switch op.Kind {
+	case task.OpCompute:
+		if ex.Left == 0 {
+			ex.Left = dur(p, op)
+			if ex.Left == 0 {
+				ex.PC++
+				return
+			}
+		}
+		budget := ex.Left
+		if d := cp.nextTick - c.Now; d > 0 && d < budget {
+			budget = d
+		}
+		if d := m.bar.horizon.Load() - c.Now; d > 0 && d < budget {
+			budget = d
+		}
+		if d := cp.nextTimer() - c.Now; d > 0 && d < budget {
+			budget = d
+		}
+		if budget < 1 {
+			budget = 1
+		}
+		cp.advance(budget)
+		ex.Left -= budget
+		if ex.Left <= 0 {
+			ex.Left = 0
+			ex.PC++
+		}
+
+	case task.OpLock:
+		cp.advance(m.cfg.OpCost)
+		mx := m.mutexes[op.Mutex]
+		if ex.Phase == 0 {
+			for _, h := range ex.Held {
+				if h == op.Mutex {
+					m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v locks %v, which it already holds: self-deadlock", p, mx))
+					ex.PC++
+					return
+				}
+			}
+			if mx.TryLockFast(c, p) || mx.LockSlowStart(c, p) {
+				ex.Held = append(ex.Held, op.Mutex)
+				ex.PC++
+				return
+			}
+			ex.Phase = 1
+			cp.schedule(false)
+			return
+		}
+		if mx.LockSlowResume(c, p) {
+			ex.Phase = 0
+			ex.Held = append(ex.Held, op.Mutex)
+			ex.PC++
+			return
+		}
+		cp.schedule(false)
+
+	case task.OpUnlock:
+		cp.advance(m.cfg.OpCost)
+		if !cp.unlock(p, op.Mutex) {
+			m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v unlocks %v, which it does not hold", p, m.mutexes[op.Mutex]))
+		}
+		ex.PC++
+
+	case task.OpSleep:
+		cp.advance(m.cfg.OpCost)
+		if ex.Phase == 0 {
+			d := dur(p, op)
+			ex.TimerCPU = cp.id
+			ex.TimerID = cp.armTimer(p, c.Now+d)
+			p.SetState(task.Interruptible)
+			ex.Phase = 1
+			c.Emit(trace.EvSleep, int32(p.ID), int32(d/1000), 0, 0)
+			cp.schedule(false)
+			return
+		}
+		m.cancelTimer(c, ex.TimerCPU, ex.TimerID)
+		ex.TimerCPU = -1
+		ex.Phase = 0
+		ex.PC++
+
+	case task.OpWait:
+		cp.advance(m.cfg.OpCost)
+		if ex.Phase == 0 {
+			// wait_for_completion: consume a completion or sleep for one.
+			p.CompLock.Lock(c.CPU)
+			if p.CompDone > 0 {
+				p.CompDone--
+				p.CompLock.Unlock(c.CPU)
+				ex.PC++
+				return
+			}
+			p.SetState(task.Interruptible)
+			p.CompLock.Unlock(c.CPU)
+			ex.Phase = 1
+			cp.schedule(false)
+			return
+		}
+		ex.Phase = 0 // woken: look again
+		p.CompLock.Lock(c.CPU)
+		if p.CompDone > 0 {
+			p.CompDone--
+			p.CompLock.Unlock(c.CPU)
+			ex.PC++
+			return
+		}
+		p.CompLock.Unlock(c.CPU)
+
+	case task.OpWake:
+		cp.advance(m.cfg.OpCost)
+		t := m.Task(op.Target)
+		if t != nil && t != p {
+			t.CompLock.Lock(c.CPU)
+			t.CompDone++
+			t.CompLock.Unlock(c.CPU)
+			m.tryToWakeUp(c, t, task.WakeInterruptible)
+		}
+		ex.PC++
+
+	case task.OpYield:
+		cp.advance(m.cfg.OpCost)
+		r := cp.rq
+		r.Lock.Lock(c.CPU)
+		r.UpdateCurr(c)
+		if d := r.Donor(c); d == p {
+			r.YieldTask(c, p)
+		}
+		r.Lock.Unlock(c.CPU)
+		ex.PC++
+		cp.schedule(true)
+
+	case task.OpAffinity:
+		cp.advance(m.cfg.OpCost)
+		t := p
+		if op.Target != 0 {
+			t = m.Task(op.Target)
+		}
+		ex.PC++
+		if t != nil {
+			m.setCPUsAllowed(c, t, op.Mask)
+		}
+
+	case task.OpSetPrio:
+		cp.advance(m.cfg.OpCost)
+		t := p
+		if op.Target != 0 {
+			t = m.Task(op.Target)
+		}
+		ex.PC++
+		if t != nil {
+			m.setScheduler(c, t, op.Policy, op.Prio)
+		}
+
+	case task.OpLoop:
+		cp.advance(m.cfg.OpCost)
+		if op.Count == 0 {
+			ex.PC = op.Jump
+			return
+		}
+		ex.Loops[ex.PC]++
+		if ex.Loops[ex.PC] < op.Count {
+			ex.PC = op.Jump
+			return
+		}
+		ex.Loops[ex.PC] = 0
+		ex.PC++
+
+	case task.OpChoose:
+		cp.advance(m.cfg.OpCost)
+		if ex.Rand.Float64() < op.Prob {
+			ex.PC = op.Jump
+		} else {
+			ex.PC++
+		}
+
+	case task.OpExit:
+		cp.exit(p)
+	}
+}
+
+// unlock releases mutex id held by p and issues the wakeups.
+func (cp *CPU) unlock(p *task.Task, id int) bool {
+	ex := &p.Exec
+	i := len(ex.Held) - 1
+	for i >= 0 && ex.Held[i] != id {
+		i--
+	}
+	if i < 0 {
+		return false
+	}
+	ex.Held = append(ex.Held[:i], ex.Held[i+1:]...)
+	cp.m.mutexes[id].Unlock(cp.c, p, &cp.wq)
+	cp.wakeUpQ()
+	return true
+}
+
+// wakeUpQ is wake_up_q(): wake what an unlock queued, after wait_lock.
+func (cp *CPU) wakeUpQ() {
+	for i, t := range cp.wq.Tasks {
+		cp.m.tryToWakeUp(cp.c, t, task.WakeNormal)
+		cp.wq.Tasks[i] = nil
+	}
+	cp.wq.Tasks = cp.wq.Tasks[:0]
+}
+
+// exit is do_exit(): release held mutexes, become DEAD, schedule away.
+func (cp *CPU) exit(p *task.Task) {
+	ex := &p.Exec
+	for len(ex.Held) > 0 {
+		cp.unlock(p, ex.Held[len(ex.Held)-1])
+	}
+	ex.Exited = true
+	p.SetState(task.Dead)
+	cp.c.Inc(stats.Exits)
+	cp.c.Emit(trace.EvExit, int32(p.ID), 0, 0, 0)
+	cp.schedule(false)
+}
+
+// setScheduler is __sched_setscheduler(): change p's policy and priority
+// under pi_lock and its rq lock, requeueing it if queued.
+func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, prio int) {
+	p.PiLock.Lock(c.CPU)
+	r := m.taskRQLock(c, p)
+	if p.State() != task.Dead {
+		if r.CPU == c.ID {
+			r.UpdateCurr(c)
+		}
+		queued := p.SE.Queued
+		if queued {
+			r.Dequeue(c, p, rq.DequeueSave)
+		}
+		if policy == task.FIFO || policy == task.RR {
+			p.SetRT(policy, prio)
+		} else {
+			p.SetNice(prio)
+		}
+		if queued {
+			r.Enqueue(c, p, rq.EnqueueRestore)
+		}
+		if p == r.Curr() || p == r.Donor(c) {
+			r.ReschedCurr(c)
+		} else if queued {
+			r.CheckPreemptCurr(c, p)
+		}
+		c.Emit(trace.EvSetPrio, int32(p.ID), int32(p.SE.Prio), 0, 0)
+	}
+	r.Lock.Unlock(c.CPU)
+	p.PiLock.Unlock(c.CPU)
+}

@@ -1,0 +1,349 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/mutex"
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// Config is the machine's boot configuration.
+type Config struct {
+	CPUs           int
+	Tick           int64 // virtual ns between scheduler ticks
+	Epoch          int64 // virtual ns between barriers
+	SimTime        int64 // virtual ns to run
+	Proxy          bool  // sched_proxy_exec
+	SleepingOwners bool  // [full] sleeping-owner parking (else proxy_deactivate)
+	Bugs           bugs.Set
+	Seed           uint64
+	RingSize       int   // flight-recorder events per CPU
+	Balance        int64 // virtual ns between periodic balance passes
+	AuditEvery     int   // audit every N epochs (0: never)
+	ProgressBound  int64 // virtual ns a runnable task may wait (0: off)
+	WakingBound    int64 // virtual ns a task may stay BO_WAKING (0: off)
+	WallLimit      time.Duration
+	HangTimeout    time.Duration
+	SwitchCost     int64 // virtual ns per context switch
+	OpCost         int64 // virtual ns per non-compute instruction
+	// Hooks, if set, gives each CPU its lock-layer hooks (jitter, conductor).
+	Hooks func(cpu int) spinlock.Hooks
+	// OnEpoch, if set, runs at every barrier with every CPU parked.
+	OnEpoch func(m *Machine, horizon int64)
+}
+
+// DefaultConfig returns the built-in defaults.
+func DefaultConfig() Config {
+	return Config{
+		CPUs: 256, Tick: 1_000_000, Epoch: 1_000_000, SimTime: 1_000_000_000, Proxy: true, SleepingOwners: true,
+		RingSize: 2048, Balance: 4_000_000, AuditEvery: 50, ProgressBound: 2_000_000_000, WakingBound: 200_000_000,
+		HangTimeout: 30 * time.Second, SwitchCost: 1_000, OpCost: 100,
+	}
+}
+
+// Machine is the simulated computer.
+type Machine struct {
+	cfg     Config
+	cpus    []*CPU
+	rqs     []*rq.RQ
+	tasks   []*task.Task // index = task id; tasks[0] is nil
+	mutexes []*mutex.Mutex
+
+	Log   *trace.Log
+	Dep   *spinlock.Validator
+	Rep   *check.Reporter
+	Stats []*stats.CPU
+
+	bar       barrier
+	stopReq   chan struct{}
+	stopping  atomic.Bool
+	stopWhy   atomic.Pointer[string]
+	started   bool
+	wg        sync.WaitGroup
+	epochs    atomic.Uint64
+	wallStart time.Time
+	wallEnd   time.Time
+	// Stuck is set when CPUs did not stop after a hang or violation.
+	Stuck bool
+	// HangDump holds goroutine stacks captured by the watchdog.
+	HangDump string
+}
+
+// New builds an idle machine: CPUs, runqueues and idle tasks.
+func New(cfg Config) (*Machine, error) {
+	if cfg.CPUs < 1 || cfg.CPUs > task.MaxCPUs {
+		return nil, fmt.Errorf("cpu: %d CPUs out of range 1-%d", cfg.CPUs, task.MaxCPUs)
+	}
+	if cfg.Tick <= 0 || cfg.Epoch <= 0 || cfg.SimTime <= 0 {
+		return nil, fmt.Errorf("cpu: tick, epoch and sim time must be positive")
+	}
+	m := &Machine{cfg: cfg, tasks: []*task.Task{nil}, stopReq: make(chan struct{}, 1)}
+	m.Log = trace.NewLog(cfg.CPUs, cfg.RingSize)
+	m.Rep = check.NewReporter()
+	m.Rep.OnFirst = func(v check.Violation) { m.Stop("violation: " + v.String()) }
+	m.Dep = spinlock.NewValidator(func(inv spinlock.Inversion) {
+		m.report(inv.CPU, check.InvLockOrder, nil, inv.String(), -1)
+	})
+	for i := 0; i < cfg.CPUs; i++ {
+		idle := task.New(-(i + 1), fmt.Sprintf("swapper/%d", i), cfg.CPUs, i)
+		idle.Idle = true
+		idle.SE.Policy = task.IdlePolicy
+		idle.SE.Prio = task.IdlePrio
+		idle.CPUsMask = task.MaskOf(i)
+		idle.NrCPUsAllowed = 1
+		idle.SetOnCPU(true)
+		r := rq.New(i, idle)
+		st := &stats.CPU{}
+		lc := spinlock.NewCPU(i)
+		lc.Dep = m.Dep
+		if cfg.Hooks != nil {
+			lc.Hooks = cfg.Hooks(i)
+		}
+		c := &percpu.Ctx{CPU: lc, Trace: m.Log.Rings[i], Stats: st,
+			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(i)*0x9e3779b97f4a7c15+1)), Proxy: cfg.Proxy, Bugs: cfg.Bugs}
+		cp := &CPU{m: m, id: i, rq: r, c: c, kick: make(chan struct{}, 1), nextTick: cfg.Tick}
+		cp.timerLock.Init(spinlock.ClassTimer, i)
+		r.Kick = m.kickResched
+		m.cpus = append(m.cpus, cp)
+		m.rqs = append(m.rqs, r)
+		m.Stats = append(m.Stats, st)
+	}
+	m.bar.init(m)
+	return m, nil
+}
+
+// Config returns the machine's configuration.
+func (m *Machine) Config() Config { return m.cfg }
+
+// NumCPUs returns the number of CPUs.
+func (m *Machine) NumCPUs() int { return len(m.cpus) }
+
+// RQ is cpu_rq(cpu).
+func (m *Machine) RQ(cpu int) *rq.RQ { return m.rqs[cpu] }
+
+// Tasks returns all tasks; index = id, [0] is nil.
+func (m *Machine) Tasks() []*task.Task { return m.tasks }
+
+// Task returns the task with the given id.
+func (m *Machine) Task(id int) *task.Task {
+	if id <= 0 || id >= len(m.tasks) {
+		return nil
+	}
+	return m.tasks[id]
+}
+
+// Mutexes returns all mutexes.
+func (m *Machine) Mutexes() []*mutex.Mutex { return m.mutexes }
+
+// SleepingOwners implements proxy.Machine.
+func (m *Machine) SleepingOwners() bool { return m.cfg.SleepingOwners }
+
+// CPUCtx returns a CPU's context (tests; setup before Start).
+func (m *Machine) CPUCtx(cpu int) *percpu.Ctx { return m.cpus[cpu].c }
+
+// Now returns a CPU's virtual clock (only when the machine is stopped or
+// from that CPU).
+func (m *Machine) Now(cpu int) int64 { return m.cpus[cpu].c.Now }
+
+// Busy returns a CPU's busy virtual time (stopped machine only).
+func (m *Machine) Busy(cpu int) int64 { return m.cpus[cpu].busy }
+
+// AddMutex creates a mutex. Only before Start.
+func (m *Machine) AddMutex(name string) *mutex.Mutex {
+	mx := mutex.New(len(m.mutexes), name, m.Task)
+	m.mutexes = append(m.mutexes, mx)
+	return mx
+}
+
+// TaskSpec describes a task to create.
+type TaskSpec struct {
+	Name   string
+	Group  int
+	Policy task.Policy
+	Prio   int // nice for Normal, rtprio for FIFO/RR
+	Mask   task.Mask
+	Prog   *task.Program
+	CPU    int // initial CPU (must be in Mask)
+	Seed   uint64
+}
+
+// AddTask creates a task and wakes it (wake_up_new_task) on spec.CPU.
+// Only before Start.
+func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
+	if m.started {
+		return nil, fmt.Errorf("cpu: AddTask after Start")
+	}
+	if !s.Mask.Has(s.CPU) {
+		return nil, fmt.Errorf("cpu: task %s: initial cpu %d outside its mask %v", s.Name, s.CPU, s.Mask)
+	}
+	id := len(m.tasks)
+	p := task.New(id, s.Name, len(m.cpus), s.CPU)
+	p.Group = s.Group
+	p.CPUsMask = s.Mask
+	p.NrCPUsAllowed = s.Mask.Weight()
+	switch s.Policy {
+	case task.FIFO, task.RR:
+		p.SetRT(s.Policy, s.Prio)
+	default:
+		p.SetNice(s.Prio)
+	}
+	p.Exec.Prog = s.Prog
+	p.Exec.Loops = make([]int, len(s.Prog.Ops))
+	p.Exec.Rand = rand.New(rand.NewPCG(s.Seed, uint64(id)))
+	m.tasks = append(m.tasks, p)
+	c := m.cpus[s.CPU].c
+	r := m.rqs[s.CPU]
+	r.Lock.Lock(c.CPU)
+	r.ActivateTask(c, p, rq.EnqueueWakeup)
+	r.CheckPreemptCurr(c, p)
+	r.Lock.Unlock(c.CPU)
+	return p, nil
+}
+
+// Stop asks every CPU to stop at its next step boundary. Idempotent; safe
+// from any goroutine, including a CPU holding locks or the audit: the
+// watchdog goroutine releases CPUs parked at the barrier.
+func (m *Machine) Stop(why string) {
+	if m.stopWhy.CompareAndSwap(nil, &why) {
+		m.stopping.Store(true)
+		select {
+		case m.stopReq <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// StopReason says why the machine stopped ("" if it ran to its sim time).
+func (m *Machine) StopReason() string {
+	if p := m.stopWhy.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Stopping reports whether a stop was requested.
+func (m *Machine) Stopping() bool { return m.stopping.Load() }
+
+// Epochs returns how many barriers have completed.
+func (m *Machine) Epochs() uint64 { return m.epochs.Load() }
+
+// Report records an invariant violation found on CPU c (proxy.Machine).
+func (m *Machine) Report(c *percpu.Ctx, inv check.Invariant, p *task.Task, msg string) {
+	id, seq := -1, m.Log.Seq()
+	if c != nil {
+		id = c.ID
+		c.Emit(trace.EvViolation, taskID(p), int32(inv), 0, 0)
+	}
+	m.report(id, inv, p, msg, int64(seq))
+}
+
+func (m *Machine) report(cpu int, inv check.Invariant, p *task.Task, msg string, seq int64) {
+	v := check.Violation{Invariant: inv, CPU: cpu, Message: msg, Seq: uint64(seq)}
+	if cpu >= 0 && cpu < len(m.cpus) {
+		v.Time = m.Stats[cpu].SimTime.Load()
+	}
+	if p != nil {
+		v.Task, v.TaskName = p.ID, p.String()
+	}
+	m.Rep.Report(v)
+}
+
+func taskID(p *task.Task) int32 {
+	if p == nil {
+		return 0
+	}
+	return int32(p.ID)
+}
+
+// Run starts the CPU goroutines and waits until the machine stops: its
+// sim time is reached, Stop is called, the wall-clock limit passes, or a
+// violation is reported.
+func (m *Machine) Run() {
+	m.started = true
+	m.wallStart = time.Now()
+	for _, cp := range m.cpus {
+		m.wg.Add(1)
+		go cp.run()
+	}
+	finished := make(chan struct{})
+	go func() { m.wg.Wait(); close(finished) }()
+	m.watch(finished)
+	m.wallEnd = time.Now()
+}
+
+// WallTime is how long Run took.
+func (m *Machine) WallTime() time.Duration { return m.wallEnd.Sub(m.wallStart) }
+
+// watch is the watchdog: it enforces the wall-clock limit and reports a
+// hang when no epoch completes for HangTimeout.
+func (m *Machine) watch(finished chan struct{}) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var limit <-chan time.Time
+	if m.cfg.WallLimit > 0 {
+		t := time.NewTimer(m.cfg.WallLimit)
+		defer t.Stop()
+		limit = t.C
+	}
+	last, lastChange := m.epochs.Load(), time.Now()
+	var stopAt time.Time
+	for {
+		select {
+		case <-finished:
+			return
+		case <-m.stopReq:
+			m.bar.stop()
+		case <-limit:
+			m.Stop("wall-clock limit reached")
+			limit = nil
+		case now := <-tick.C:
+			if e := m.epochs.Load(); e != last {
+				last, lastChange = e, now
+			}
+			if m.stopping.Load() {
+				if stopAt.IsZero() {
+					stopAt = now
+				}
+				if now.Sub(stopAt) > 5*time.Second {
+					// CPUs stuck in a lock or a spin: give up on them.
+					m.Stuck = true
+					if m.HangDump == "" {
+						m.HangDump = allStacks()
+					}
+					return
+				}
+				continue
+			}
+			if m.cfg.HangTimeout > 0 && now.Sub(lastChange) > m.cfg.HangTimeout {
+				m.HangDump = allStacks()
+				m.report(-1, check.InvHang, nil, fmt.Sprintf("no epoch completed for %v of real time (epoch %d): CPUs stuck in a lock, a spin or a livelock", m.cfg.HangTimeout, last), int64(m.Log.Seq()))
+			}
+		}
+	}
+}
+
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+		if len(buf) >= 64<<20 {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}

@@ -1,0 +1,291 @@
+package cpu
+
+import (
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/proxy"
+	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// WakeUpProcess is wake_up_process() (proxy.Machine).
+func (m *Machine) WakeUpProcess(c *percpu.Ctx, p *task.Task) bool {
+	return m.tryToWakeUp(c, p, task.WakeNormal)
+}
+
+// boWaking reads whether p is mutex-blocked in BO_WAKING.
+func boWaking(c *percpu.Ctx, p *task.Task) bool {
+	p.BlockedLock.Lock(c.CPU)
+	w := p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOWaking
+	p.BlockedLock.Unlock(c.CPU)
+	return w
+}
+
+// setRunnable moves a mutex-blocked p to BO_RUNNABLE where ttwu may do so:
+// when p is current, or after TASK_WAKING (p is off every runqueue and
+// select_task_rq will honour its mask).
+func setRunnable(c *percpu.Ctx, p *task.Task) {
+	if !c.Proxy {
+		return
+	}
+	p.BlockedLock.Lock(c.CPU)
+	if p.BlockedOn(c.CPU) != nil {
+		if s := p.BlockedOnState(c.CPU); s != task.BORunnable {
+			p.SetBlockedOnState(c.CPU, task.BORunnable)
+			c.Emit(trace.EvBOState, int32(p.ID), int32(s), int32(task.BORunnable), 0)
+		}
+	}
+	p.BlockedLock.Unlock(c.CPU)
+}
+
+// tryToWakeUp is try_to_wake_up() (v22 form): pi_lock, then the rq lock;
+// on_rq first (ttwu_runnable); otherwise wait for on_cpu to clear (or hand
+// the wakeup to that CPU's wake list), mark the task WAKING, choose a CPU
+// with select_task_rq and enqueue it there.
+func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) bool {
+	self := m.cpus[c.ID]
+	if p == self.rq.Curr() {
+		// p == current: it is running right here.
+		if !p.State().Matches(mask) {
+			return false
+		}
+		setRunnable(c, p)
+		p.SetState(task.Running)
+		c.Inc(stats.Wakeups)
+		return true
+	}
+	p.PiLock.Lock(c.CPU)
+	st := p.State()
+	if !st.Matches(mask) {
+		// v22: a RUNNING task left BO_WAKING still needs its return check.
+		if !(c.Proxy && st == task.Running && !c.Bug(bugs.SkippedWaking) && boWaking(c, p)) {
+			p.PiLock.Unlock(c.CPU)
+			return false
+		}
+	}
+	c.Inc(stats.Wakeups)
+	p.Stats.Wakeups++
+	if p.OnRQ() != task.OnRQNone && m.ttwuRunnable(c, p) {
+		p.PiLock.Unlock(c.CPU)
+		c.Inc(stats.WakeupsRunnable)
+		m.maybeActivateWaiters(c, p)
+		return true
+	}
+	p.SetState(task.Waking)
+	if p.OnCPU() {
+		// Still switching out on its CPU: let that CPU finish the wakeup
+		// (ttwu_queue_wakelist with WF_ON_CPU), or wait for it.
+		if t := p.CPU(); t != c.ID && (!p.Migrating() || c.Bug(bugs.WakelistMigrating)) {
+			setRunnable(c, p)
+			p.WakeTime = c.Now
+			m.queueWakeList(c, p, t)
+			p.PiLock.Unlock(c.CPU)
+			return true
+		}
+		for p.OnCPU() {
+			c.Inc(stats.OnCPUWaits)
+			c.Relax()
+		}
+	}
+	setRunnable(c, p)
+	if c.Proxy && m.cfg.SleepingOwners {
+		proxy.UnlinkSleepingOwner(c, p)
+	}
+	cpu := m.selectTaskRQ(c, p)
+	if cpu != p.CPU() {
+		rq.SetTaskCPU(c, p, cpu, false, trace.ReasonWake)
+	} else if cpu != p.WakeCPU {
+		p.WakeCPU = cpu
+	}
+	p.WakeTime = c.Now
+	queued := m.ttwuQueue(c, p, cpu)
+	p.PiLock.Unlock(c.CPU)
+	if !queued {
+		m.maybeActivateWaiters(c, p)
+	}
+	return true
+}
+
+// maybeActivateWaiters runs activate_blocked_waiters at the end of ttwu,
+// once p is on a runqueue. A wakeup handed to a wake list activates the
+// waiters when the target CPU has enqueued p (sched_ttwu_pending): before
+// that, p's on_rq is still 0 and a donor could park on it after an early
+// activation pass had found the list empty, stranded for good.
+func (m *Machine) maybeActivateWaiters(c *percpu.Ctx, p *task.Task) {
+	if c.Proxy && m.cfg.SleepingOwners {
+		proxy.ActivateBlockedWaiters(c, m, p.CPU(), p)
+	}
+}
+
+// taskRQLock is __task_rq_lock(): lock the rq p is on, waiting while p is
+// MIGRATING. The caller holds p.PiLock.
+func (m *Machine) taskRQLock(c *percpu.Ctx, p *task.Task) *rq.RQ {
+	for {
+		r := m.rqs[p.CPU()]
+		r.Lock.Lock(c.CPU)
+		if r.CPU == p.CPU() && !p.Migrating() {
+			return r
+		}
+		r.Lock.Unlock(c.CPU)
+		c.Relax()
+	}
+}
+
+// ttwuRunnable is ttwu_runnable(): p is still queued; mark it RUNNING
+// there. With proxy execution a BO_WAKING p first gets its return check
+// (proxy_needs_return): if it must move, it is dequeued and ttwuRunnable
+// returns false so that the caller does the full wakeup.
+func (m *Machine) ttwuRunnable(c *percpu.Ctx, p *task.Task) bool {
+	r := m.taskRQLock(c, p)
+	defer r.Lock.Unlock(c.CPU)
+	if !p.Queued() {
+		return false
+	}
+	if c.Proxy {
+		if c.Bug(bugs.RunnableWithoutReturn) {
+			// Bug 7: BO_RUNNABLE without the return check.
+			setRunnable(c, p)
+		} else if proxy.NeedsReturn(c, r, p) {
+			return false
+		}
+	}
+	if !p.OnCPU() {
+		r.CheckPreemptCurr(c, p)
+	}
+	p.SetState(task.Running)
+	c.Emit(trace.EvWakeRunnable, int32(p.ID), int32(r.CPU), 0, 0)
+	return true
+}
+
+// queueWakeList is ttwu_queue_wakelist(): push p on CPU target's wake
+// list and send it the IPI.
+func (m *Machine) queueWakeList(c *percpu.Ctx, p *task.Task, target int) {
+	t := m.cpus[target]
+	for {
+		head := t.wakeList.Load()
+		p.WakeEntry.Store(head)
+		if t.wakeList.CompareAndSwap(head, p) {
+			break
+		}
+	}
+	c.Inc(stats.WakeupsRemote)
+	c.Emit(trace.EvWake, int32(p.ID), int32(target), 1, 0)
+	m.sendIPI(c, target, ipiWakeList)
+}
+
+// ttwuQueue is ttwu_queue(): enqueue p on cpu, through that CPU's wake
+// list when it is another, idle CPU (it will do the enqueue itself) and p
+// is not in the middle of a move (v23: never for a MIGRATING task).
+// Returns true if it went through the wake list.
+func (m *Machine) ttwuQueue(c *percpu.Ctx, p *task.Task, cpu int) bool {
+	r := m.rqs[cpu]
+	if cpu != c.ID && r.IsIdle() && (!p.Migrating() || c.Bug(bugs.WakelistMigrating)) {
+		m.queueWakeList(c, p, cpu)
+		return true
+	}
+	r.Lock.Lock(c.CPU)
+	m.ttwuDoActivate(c, r, p)
+	r.Lock.Unlock(c.CPU)
+	c.Emit(trace.EvWake, int32(p.ID), int32(cpu), 0, 0)
+	return false
+}
+
+// ttwuDoActivate is ttwu_do_activate(): enqueue, preempt check, RUNNING.
+func (m *Machine) ttwuDoActivate(c *percpu.Ctx, r *rq.RQ, p *task.Task) {
+	r.UpdateClock(c)
+	if p.State() == task.Uninterruptible || p.State() == task.Waking {
+		if r.NrUninterruptible > 0 {
+			r.NrUninterruptible--
+		}
+	}
+	flags := rq.EnqueueWakeup
+	if p.Migrating() {
+		flags |= rq.EnqueueMigrated
+	}
+	r.ActivateTask(c, p, flags)
+	r.CheckPreemptCurr(c, p)
+	p.SetState(task.Running)
+}
+
+// ttwuPending is sched_ttwu_pending(): activate everything on this CPU's
+// wake list.
+func (cp *CPU) ttwuPending() {
+	c, r := cp.c, cp.rq
+	head := cp.wakeList.Swap(nil)
+	if head == nil {
+		return
+	}
+	var list []*task.Task
+	for p := head; p != nil; {
+		next := p.WakeEntry.Load()
+		p.WakeEntry.Store(nil)
+		list = append(list, p)
+		p = next
+	}
+	r.Lock.Lock(c.CPU)
+	for i := len(list) - 1; i >= 0; i-- {
+		p := list[i]
+		if p.CPU() != r.CPU {
+			rq.SetTaskCPU(c, p, r.CPU, false, trace.ReasonWake)
+		}
+		cp.m.ttwuDoActivate(c, r, p)
+	}
+	r.Lock.Unlock(c.CPU)
+	for i := len(list) - 1; i >= 0; i-- {
+		cp.m.maybeActivateWaiters(c, list[i])
+	}
+}
+
+// selectTaskRQ is select_task_rq(): p's pi_lock is held and p is off
+// every runqueue. The previous (home) CPU if it is idle, else an idle
+// allowed CPU, else, for an RT task, an allowed CPU running something of
+// lower priority, else the least loaded allowed CPU; never outside the
+// mask.
+func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
+	prev := p.WakeCPU
+	mask := &p.CPUsMask
+	if p.NrCPUsAllowed == 1 {
+		return mask.Next(0)
+	}
+	if mask.Has(prev) && m.rqs[prev].IsIdle() {
+		return prev
+	}
+	rt := p.SE.Policy.RT()
+	prio := p.SE.Prio
+	best, bestScore := -1, int(^uint(0)>>1)
+	cpu := mask.Next(prev)
+	if cpu < 0 {
+		cpu = mask.Next(0)
+	}
+	for scanned := 0; scanned < 64 && cpu >= 0; scanned++ {
+		o := m.rqs[cpu]
+		var score int
+		switch {
+		case o.IsIdle():
+			return cpu
+		case rt && o.CurrPrio() > prio:
+			score = -1000 - (o.CurrPrio() - prio) + o.NrRunning()
+		default:
+			score = o.NrRunning()
+		}
+		if cpu == prev {
+			score--
+		}
+		if score < bestScore {
+			best, bestScore = cpu, score
+		}
+		cpu = mask.Next(cpu + 1)
+		if cpu < 0 {
+			cpu = mask.Next(0)
+		}
+		if cpu == prev && scanned > 0 {
+			break
+		}
+	}
+	if best < 0 || !mask.Has(best) {
+		best = mask.Next(0)
+	}
+	return best
+}

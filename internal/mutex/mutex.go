@@ -1,0 +1,333 @@
+package mutex
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// Owner-word flags (MUTEX_FLAG_*).
+const (
+	FlagWaiters = 0x1 // the wait list is not empty: unlock must take the slow path
+	FlagHandoff = 0x2 // the first waiter asks for the lock to be handed to it
+	FlagPickup  = 0x4 // handed off: only the named owner may pick it up
+	flagMask    = 0x7
+)
+
+// Mutex is struct mutex.
+type Mutex struct {
+	id   int
+	name string
+	// owner is the owner word: task id << 3 | flags. Read and written
+	// without lock (atomic_long_*).
+	owner atomic.Uint64
+	// waitLock guards waiters.
+	waitLock spinlock.Lock
+	// waiters is the FIFO wait list. Protected by waitLock.
+	waiters []*task.Task
+	// task resolves an owner id. Read-only.
+	task func(id int) *task.Task
+}
+
+// New returns an unlocked mutex. resolve maps task ids (>= 1) to tasks.
+func New(id int, name string, resolve func(int) *task.Task) *Mutex {
+	m := &Mutex{id: id, name: name, task: resolve}
+	m.waitLock.Init(spinlock.ClassWaitLock, id)
+	return m
+}
+
+// ID returns the mutex's index.
+func (m *Mutex) ID() int { return m.id }
+
+func (m *Mutex) String() string { return fmt.Sprintf("%s/m%d", m.name, m.id) }
+
+// WaitLock returns the wait_lock.
+func (m *Mutex) WaitLock() *spinlock.Lock { return &m.waitLock }
+
+// OwnerWord returns the raw owner word.
+func (m *Mutex) OwnerWord() uint64 { return m.owner.Load() }
+
+// OwnerTask is __mutex_owner(): the owner task read without lock, or nil.
+func (m *Mutex) OwnerTask() *task.Task {
+	id := m.owner.Load() >> 3
+	if id == 0 {
+		return nil
+	}
+	return m.task(int(id))
+}
+
+// Waiters returns the wait list; wait_lock must be held (or the machine
+// stopped, with c nil).
+func (m *Mutex) Waiters(c *percpu.Ctx) []*task.Task {
+	if c != nil {
+		m.waitLock.AssertHeld(c.CPU)
+	}
+	return m.waiters
+}
+
+// TryLockFast is the lock fast path: take a free mutex with no flags.
+func (m *Mutex) TryLockFast(c *percpu.Ctx, p *task.Task) bool {
+	if m.owner.CompareAndSwap(0, uint64(p.ID)<<3) {
+		c.Inc(stats.MutexAcquires)
+		p.Stats.Acquires++
+		c.Emit(trace.EvLock, int32(p.ID), int32(m.id), 0, 0)
+		return true
+	}
+	return false
+}
+
+// trylock is __mutex_trylock_common(): take a free lock, or pick up a
+// lock handed to p; with handoff, ask the owner to hand it over.
+func (m *Mutex) trylock(p *task.Task, handoff bool) bool {
+	me := uint64(p.ID)
+	for {
+		old := m.owner.Load()
+		flags := old & flagMask
+		owner := old >> 3
+		var nw uint64
+		got := true
+		switch {
+		case owner != 0 && flags&FlagPickup != 0:
+			if owner != me {
+				return false
+			}
+			nw = old &^ FlagPickup
+		case owner != 0:
+			if !handoff || flags&FlagHandoff != 0 {
+				return false
+			}
+			nw, got = old|FlagHandoff, false
+		default:
+			nw = me<<3 | flags&FlagWaiters
+		}
+		if m.owner.CompareAndSwap(old, nw) {
+			return got
+		}
+	}
+}
+
+// LockSlowStart is the first half of __mutex_lock_common(): under
+// wait_lock, retry once, else join the wait list, set blocked_on (state
+// BO_BLOCKED) and the sleep state. It returns true if the lock was taken;
+// false means the caller must schedule() and then call LockSlowResume.
+func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task) bool {
+	m.waitLock.Lock(c.CPU)
+	if m.trylock(p, false) {
+		m.waitLock.Unlock(c.CPU)
+		m.acquired(c, p, false)
+		return true
+	}
+	m.waiters = append(m.waiters, p)
+	m.setFlag(FlagWaiters)
+	p.BlockedLock.Lock(c.CPU)
+	p.SetBlockedOn(c.CPU, m, task.BOBlocked)
+	p.BlockedLock.Unlock(c.CPU)
+	p.SetState(task.Uninterruptible)
+	p.Exec.WaitStart = c.Now
+	p.Stats.Contended++
+	c.Inc(stats.MutexContentions)
+	c.Emit(trace.EvContend, int32(p.ID), int32(m.id), int32(m.owner.Load()>>3), 0)
+	m.waitLock.Unlock(c.CPU)
+	return false
+}
+
+// LockSlowResume is one iteration of the wait loop after schedule()
+// returned: re-arm blocked_on, try to take the lock (the first waiter also
+// asks for a hand-off), and return true once it is ours.
+func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
+	m.waitLock.Lock(c.CPU)
+	first := len(m.waiters) > 0 && m.waiters[0] == p
+	p.BlockedLock.Lock(c.CPU)
+	if m.trylock(p, first) {
+		for i, w := range m.waiters {
+			if w == p {
+				m.waiters = append(m.waiters[:i], m.waiters[i+1:]...)
+				break
+			}
+		}
+		if len(m.waiters) == 0 {
+			m.clearFlag(FlagWaiters)
+		}
+		p.SetBlockedOn(c.CPU, nil, task.BORunnable)
+		p.BlockedLock.Unlock(c.CPU)
+		p.SetState(task.Running)
+		m.waitLock.Unlock(c.CPU)
+		m.acquired(c, p, true)
+		return true
+	}
+	// Not ours: back to sleep, still a donor. The unlock path may have
+	// set us BO_WAKING and ttwu BO_RUNNABLE; re-arm BO_BLOCKED.
+	old := p.BlockedOnState(c.CPU)
+	p.SetBlockedOn(c.CPU, m, task.BOBlocked)
+	if old != task.BOBlocked {
+		c.Emit(trace.EvBOState, int32(p.ID), int32(old), int32(task.BOBlocked), 0)
+	}
+	p.BlockedLock.Unlock(c.CPU)
+	p.SetState(task.Uninterruptible)
+	m.waitLock.Unlock(c.CPU)
+	return false
+}
+
+func (m *Mutex) acquired(c *percpu.Ctx, p *task.Task, waited bool) {
+	c.Inc(stats.MutexAcquires)
+	p.Stats.Acquires++
+	if waited {
+		p.Stats.MutexWait.Add(c.Now - p.Exec.WaitStart)
+	}
+	c.Emit(trace.EvLock, int32(p.ID), int32(m.id), 0, 0)
+}
+
+func (m *Mutex) setFlag(f uint64) {
+	for {
+		old := m.owner.Load()
+		if old&f != 0 || m.owner.CompareAndSwap(old, old|f) {
+			return
+		}
+	}
+}
+
+func (m *Mutex) clearFlag(f uint64) {
+	for {
+		old := m.owner.Load()
+		if old&f == 0 || m.owner.CompareAndSwap(old, old&^f) {
+			return
+		}
+	}
+}
+
+// WakeQ collects tasks to wake once wait_lock is dropped (wake_q_head).
+// Owned by one CPU.
+type WakeQ struct {
+	Tasks []*task.Task
+}
+
+// Add is wake_q_add().
+func (q *WakeQ) Add(p *task.Task) { q.Tasks = append(q.Tasks, p) }
+
+// Unlock is mutex_unlock() by p: the fast path, else
+// __mutex_unlock_slowpath() with the proxy-execution donor hand-off.
+// Tasks to wake are added to wq; the caller wakes them.
+func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
+	me := uint64(p.ID) << 3
+	if m.owner.CompareAndSwap(me, 0) {
+		c.Emit(trace.EvUnlock, int32(p.ID), int32(m.id), 0, 0)
+		return
+	}
+	if m.owner.Load()>>3 != uint64(p.ID) {
+		panic(fmt.Sprintf("mutex_unlock: %v unlocks %v owned by %d", p, m, m.owner.Load()>>3))
+	}
+	forced := false
+	if c.Proxy {
+		// A blocked donor forces hand-off mode: the lock goes straight
+		// to the donor the scheduler ranked highest, and no spinner can
+		// steal it.
+		m.waitLock.Lock(c.CPU)
+		p.BlockedLock.Lock(c.CPU)
+		forced = p.BlockedDonor(c.CPU) != nil
+	}
+	old := m.owner.Load()
+	if !forced {
+		for old&FlagHandoff == 0 {
+			if m.owner.CompareAndSwap(old, old&flagMask) {
+				break
+			}
+			old = m.owner.Load()
+		}
+		if old&FlagHandoff == 0 && old&FlagWaiters == 0 {
+			if c.Proxy {
+				p.BlockedLock.Unlock(c.CPU)
+				m.waitLock.Unlock(c.CPU)
+			}
+			c.Emit(trace.EvUnlock, int32(p.ID), int32(m.id), 0, 0)
+			return
+		}
+	}
+	if !c.Proxy {
+		m.waitLock.Lock(c.CPU)
+	}
+	var next *task.Task
+	donorHandoff := false
+	if c.Proxy {
+		if d := p.BlockedDonor(c.CPU); d != nil {
+			d.BlockedLock.LockNested(c.CPU)
+			if d.BlockedOn(c.CPU) == task.Lock(m) {
+				next = d
+				donorHandoff = true
+				m.setWaking(c, d)
+			}
+			d.BlockedLock.Unlock(c.CPU)
+			p.SetBlockedDonor(c.CPU, nil)
+		}
+	}
+	if next == nil && len(m.waiters) > 0 {
+		next = m.waiters[0]
+		if c.Proxy {
+			next.BlockedLock.LockNested(c.CPU)
+			m.setWaking(c, next)
+			next.BlockedLock.Unlock(c.CPU)
+		}
+	}
+	if next != nil {
+		wq.Add(next)
+	}
+	if forced || old&FlagHandoff != 0 {
+		m.handoff(next)
+		c.Inc(stats.MutexHandoffs)
+		if donorHandoff {
+			c.Inc(stats.DonorHandoffs)
+		}
+		if next != nil {
+			b := int32(0)
+			if donorHandoff {
+				b = 1
+			}
+			c.Emit(trace.EvHandoff, int32(next.ID), int32(m.id), b, 0)
+		}
+	}
+	nid := int32(0)
+	if next != nil {
+		nid = int32(next.ID)
+	}
+	c.Emit(trace.EvUnlock, int32(p.ID), int32(m.id), nid, 0)
+	if c.Proxy {
+		p.BlockedLock.Unlock(c.CPU)
+	}
+	m.waitLock.Unlock(c.CPU)
+}
+
+// setWaking moves a waiter BLOCKED -> WAKING (the only transition into
+// WAKING; other states are left alone). w.BlockedLock is held.
+func (m *Mutex) setWaking(c *percpu.Ctx, w *task.Task) {
+	if w.BlockedOnState(c.CPU) == task.BOBlocked && w.BlockedOn(c.CPU) == task.Lock(m) {
+		w.SetBlockedOnState(c.CPU, task.BOWaking)
+		w.BOSince = c.Now
+		c.Emit(trace.EvBOState, int32(w.ID), int32(task.BOBlocked), int32(task.BOWaking), 0)
+	}
+}
+
+// handoff is __mutex_handoff(): give the lock to next (PICKUP), or free
+// it if there is nobody.
+func (m *Mutex) handoff(next *task.Task) {
+	for {
+		old := m.owner.Load()
+		nw := old & FlagWaiters
+		if next != nil {
+			nw |= uint64(next.ID)<<3 | FlagPickup
+		}
+		if m.owner.CompareAndSwap(old, nw) {
+			return
+		}
+	}
+}
+
+// Peek returns owner word and waiters without locks: only for audits with
+// every CPU parked.
+func (m *Mutex) Peek() (owner *task.Task, flags uint64, waiters []*task.Task) {
+	w := m.owner.Load()
+	return m.OwnerTask(), w & flagMask, m.waiters
+}

@@ -1,0 +1,49 @@
+// Package percpu is "this CPU" for kernel code: what a path running on a
+// CPU can reach without naming it (smp_processor_id(), this_rq() aside):
+// the lockdep state of the locks it holds, its flight-recorder ring, its
+// counters, its virtual clock, its seeded random source, and the
+// read-only boot configuration (the sched_proxy_exec static key and the
+// bug switches).
+//
+// A Ctx is owned by its CPU goroutine and passed explicitly to every
+// protocol function, the way the kernel passes rq and relies on the
+// current CPU.
+package percpu
+
+import (
+	"math/rand/v2"
+
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// Ctx is one CPU's context. Owned by its CPU goroutine.
+type Ctx struct {
+	*spinlock.CPU
+	// Now is this CPU's virtual clock in ns.
+	Now   int64
+	Trace *trace.Ring
+	Stats *stats.CPU
+	// Rand is this CPU's seeded random source (jitter, tie breaks).
+	Rand *rand.Rand
+	// Proxy is the sched_proxy_exec static key.
+	Proxy bool
+	// Bugs are the catalogue bugs switched back on.
+	Bugs bugs.Set
+}
+
+// Bug reports whether catalogue bug b is switched on.
+func (c *Ctx) Bug(b bugs.ID) bool { return c.Bugs.Has(b) }
+
+// Emit records an event at this CPU's clock.
+func (c *Ctx) Emit(k trace.Kind, task, a, b, x int32) {
+	c.Trace.Emit(c.Now, k, task, a, b, x)
+}
+
+// Inc bumps counter k of this CPU.
+func (c *Ctx) Inc(k stats.Counter) { c.Stats.C[k].Add(1) }
+
+// Add adds n to counter k of this CPU.
+func (c *Ctx) Add(k stats.Counter, n uint64) { c.Stats.C[k].Add(n) }

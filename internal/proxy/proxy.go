@@ -1,0 +1,575 @@
+package proxy
+
+import (
+	"fmt"
+
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// Machine is what proxy execution needs from the rest of the scheduler.
+type Machine interface {
+	// RQ returns cpu_rq(cpu).
+	RQ(cpu int) *rq.RQ
+	// WakeUpProcess is wake_up_process(): try_to_wake_up(p, TASK_NORMAL).
+	WakeUpProcess(c *percpu.Ctx, p *task.Task) bool
+	// Report records an invariant violation.
+	Report(c *percpu.Ctx, inv check.Invariant, p *task.Task, msg string)
+	// SleepingOwners says whether the [full] sleeping-owner parking is
+	// built in; without it a donor of a sleeping owner is deactivated.
+	SleepingOwners() bool
+}
+
+// MaxChain bounds the blocked_on walk. Plain mutexes have no cycle
+// detection in the kernel (an AB-BA is a kernel bug and the walk would
+// spin); proxysim bounds it and reports the cycle as a deadlock.
+const MaxChain = 64
+
+// TaskIsBlocked is task_is_blocked(): proxy execution on, blocked_on set,
+// and blocked_on_state not BO_RUNNABLE (BO_WAKING still counts: such a task
+// must be checked for return migration before it runs).
+func TaskIsBlocked(c *percpu.Ctx, p *task.Task) bool {
+	if !c.Proxy {
+		return false
+	}
+	p.BlockedLock.Lock(c.CPU)
+	b := p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) != task.BORunnable
+	p.BlockedLock.Unlock(c.CPU)
+	return b
+}
+
+func emitBO(c *percpu.Ctx, p *task.Task, from, to task.BOState) {
+	c.Emit(trace.EvBOState, int32(p.ID), int32(from), int32(to), 0)
+}
+
+// forceRunnable sets BO_RUNNABLE from inside find_proxy_task; p's
+// blocked_lock is held.
+func forceRunnable(c *percpu.Ctx, p *task.Task) {
+	old := p.BlockedOnState(c.CPU)
+	if old != task.BORunnable {
+		p.SetBlockedOnState(c.CPU, task.BORunnable)
+		emitBO(c, p, old, task.BORunnable)
+	}
+}
+
+type action int
+
+const (
+	actNone action = iota
+	actReturn
+	actMigrate
+	actDeactivate
+)
+
+// FindProxyTask is find_proxy_task(): follow donor's blocked_on chain to a
+// task that can run here on donor's behalf. It returns that task (possibly
+// rq.curr: then only the donor changes), rq.Idle (when the right move is to
+// let something land or resolve: proxy_resched_idle), or nil when the
+// caller must pick again (the chain changed, or a migration or return
+// dropped the rq lock). The rq lock is held on entry and on return.
+func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *task.Task {
+	r.Lock.AssertHeld(c.CPU)
+	c.Inc(stats.FindProxyTaskCalls)
+	this := r.CPU
+	curr := r.Curr()
+	currInChain := false
+	act := actNone
+	var owner *task.Task
+	ownerCPU := -1
+	var p *task.Task
+	links := uint64(0)
+	done := func(ret *task.Task) *task.Task {
+		c.Stats.Observe(stats.HistChainLength, links)
+		c.Stats.Observe(stats.HistFPTSpins, links)
+		if ret == nil {
+			c.Inc(stats.FindProxyTaskRetries)
+		}
+		return ret
+	}
+	for p = donor; ; p = owner {
+		links++
+		c.Inc(stats.FindProxyTaskSpins)
+		c.Relax()
+		if links > MaxChain {
+			mach.Report(c, check.InvChainAcyclic, donor, fmt.Sprintf("blocked_on chain from %v longer than %d links: deadlock (mutex cycle)", donor, MaxChain))
+			return done(ReschedIdle(c, r))
+		}
+		// task_is_blocked(p) and p->blocked_on: a first look.
+		p.BlockedLock.Lock(c.CPU)
+		m := p.BlockedOn(c.CPU)
+		bs := p.BlockedOnState(c.CPU)
+		p.BlockedLock.Unlock(c.CPU)
+		if m == nil || bs == task.BORunnable {
+			if p == donor {
+				// Chain changed since the pick: re-pick.
+				return done(nil)
+			}
+			break // p is the execution context
+		}
+		wl := m.WaitLock()
+		wl.Lock(c.CPU)
+		p.BlockedLock.Lock(c.CPU)
+		if p.BlockedOn(c.CPU) != m {
+			p.BlockedLock.Unlock(c.CPU)
+			wl.Unlock(c.CPU)
+			return done(nil)
+		}
+		bs = p.BlockedOnState(c.CPU)
+		if bs == task.BORunnable {
+			p.BlockedLock.Unlock(c.CPU)
+			wl.Unlock(c.CPU)
+			break
+		}
+		if bs == task.BOWaking {
+			if c.Bug(bugs.SkippedWaking) && p != curr {
+				// Bug 2 (before v13/v18): a WAKING link is walked like a
+				// BLOCKED one; nothing returns it.
+			} else {
+				if p == curr {
+					// It is already running here: it may simply go on.
+					forceRunnable(c, p)
+					p.BlockedLock.Unlock(c.CPU)
+					wl.Unlock(c.CPU)
+					break
+				}
+				act = actReturn
+				p.BlockedLock.Unlock(c.CPU)
+				wl.Unlock(c.CPU)
+				goto out
+			}
+		}
+		if p == curr {
+			currInChain = true
+		}
+		owner = m.OwnerTask()
+		if owner == nil {
+			// The lock is free or being handed over.
+			if p == curr || p.WakeCPU == this {
+				forceRunnable(c, p)
+				p.BlockedLock.Unlock(c.CPU)
+				wl.Unlock(c.CPU)
+				break
+			}
+			act = actReturn
+			p.BlockedLock.Unlock(c.CPU)
+			wl.Unlock(c.CPU)
+			goto out
+		}
+		if owner == p {
+			// The lock was handed to p; let ttwu_runnable finish it.
+			p.BlockedLock.Unlock(c.CPU)
+			wl.Unlock(c.CPU)
+			return done(ReschedIdle(c, r))
+		}
+		if c.Bug(bugs.CPUBeforeOnRQ) {
+			// Bug 3 (before v18): task_cpu(owner) is tested first, so a
+			// sleeping owner on another CPU draws a needless migration.
+			if oc := owner.CPU(); oc != this && !currInChain {
+				ownerCPU = oc
+				if owner.OnRQ() == task.OnRQNone {
+					mach.Report(c, check.InvProxyMigrate, p, fmt.Sprintf("proxy migration of %v to cpu%d chosen for owner %v, which is asleep (on_rq 0)", p, oc, owner))
+				}
+				act = actMigrate
+				p.BlockedLock.Unlock(c.CPU)
+				wl.Unlock(c.CPU)
+				goto out
+			}
+		}
+		onRQ := owner.OnRQ() // READ_ONCE (v18: every use reads it anew)
+		if onRQ == task.OnRQNone {
+			// Sleeping owner (tested before task_cpu, v18).
+			if currInChain {
+				p.BlockedLock.Unlock(c.CPU)
+				wl.Unlock(c.CPU)
+				return done(ReschedIdle(c, r))
+			}
+			if !mach.SleepingOwners() {
+				act = actDeactivate
+				p.BlockedLock.Unlock(c.CPU)
+				wl.Unlock(c.CPU)
+				goto out
+			}
+			// [full]: park p, the last link before the owner, on the
+			// owner's list. Switch from p's blocked_lock to the owner's.
+			p.BlockedLock.Unlock(c.CPU)
+			owner.BlockedLock.Lock(c.CPU)
+			if owner.OnRQ() == task.OnRQNone {
+				park := p
+				if c.Bug(bugs.ParkDonorNotLink) && donor != p {
+					// Bug 19 (before v14): the donor, not the last link, is
+					// parked; the tree no longer mirrors the chain.
+					park = donor
+				}
+				EnqueueOnOwner(c, r, owner, park)
+			}
+			owner.BlockedLock.Unlock(c.CPU)
+			wl.Unlock(c.CPU)
+			return done(nil)
+		}
+		if c.Bug(bugs.OwnerCPUReadTwice) {
+			// Bug 15 (before v11): task_cpu(owner) is read once for the
+			// test and again for the target.
+			if owner.CPU() != this && !currInChain {
+				c.Relax()
+				ownerCPU = owner.CPU()
+				act = actMigrate
+				p.BlockedLock.Unlock(c.CPU)
+				wl.Unlock(c.CPU)
+				goto out
+			}
+		}
+		ownerCPU = owner.CPU()
+		if ownerCPU != this {
+			if currInChain {
+				p.BlockedLock.Unlock(c.CPU)
+				wl.Unlock(c.CPU)
+				return done(ReschedIdle(c, r))
+			}
+			act = actMigrate
+			p.BlockedLock.Unlock(c.CPU)
+			wl.Unlock(c.CPU)
+			goto out
+		}
+		if c.Bug(bugs.FusedOnRQLoads) {
+			// Bug 4 (before v18): the compiler fused the on_rq loads; the
+			// value read above stands in for the checks below.
+			if onRQ == task.OnRQQueued {
+				goto link
+			}
+		}
+		if c.Bug(bugs.OwnerMidReturn) {
+			// Bug 5 (before v9): a stale task_cpu is trusted; an owner in
+			// the middle of a move is taken as queued here.
+			goto link
+		}
+		if owner.Migrating() {
+			// Arriving here (or leaving): let it land.
+			p.BlockedLock.Unlock(c.CPU)
+			wl.Unlock(c.CPU)
+			return done(ReschedIdle(c, r))
+		}
+		if !owner.Queued() || owner.CPU() != this {
+			// Raced with a move: retry.
+			p.BlockedLock.Unlock(c.CPU)
+			wl.Unlock(c.CPU)
+			return done(nil)
+		}
+	link:
+		// owner is queued on this rq: the rq lock pins it. Record who
+		// donates to it (read by its unlock for the hand-off).
+		p.BlockedLock.Unlock(c.CPU)
+		owner.BlockedLock.Lock(c.CPU)
+		owner.SetBlockedDonor(c.CPU, p)
+		owner.BlockedLock.Unlock(c.CPU)
+		wl.Unlock(c.CPU)
+	}
+	// p runs on donor's behalf.
+	if p != donor {
+		c.Inc(stats.ProxyPickSameRQ)
+		c.Emit(trace.EvProxyPick, int32(p.ID), int32(donor.ID), int32(links), 0)
+	}
+	return done(p)
+
+out:
+	switch act {
+	case actDeactivate:
+		if !Deactivate(c, mach, r, donor) {
+			// proxy_deactivate failed (the donor has a wakeup pending):
+			// return it instead (v21/v22).
+			if !c.Bug(bugs.DonorDeactivateFail) {
+				ForceReturn(c, mach, r, donor)
+			}
+		}
+	case actReturn:
+		ForceReturn(c, mach, r, p)
+	case actMigrate:
+		MigrateTask(c, mach, r, p, ownerCPU)
+	}
+	return done(nil)
+}
+
+// ReschedIdle is proxy_resched_idle(): make the idle task the donor (and
+// the next task), with need_resched set so that the CPU comes straight
+// back to pick again. Returns rq.Idle.
+func ReschedIdle(c *percpu.Ctx, r *rq.RQ) *task.Task {
+	r.Lock.AssertHeld(c.CPU)
+	if d := r.Donor(c); d != r.Idle {
+		r.UpdateCurr(c)
+		c.Emit(trace.EvReschedIdle, 0, int32(d.ID), 0, 0)
+	}
+	r.SetDonor(c, r.Idle)
+	r.SetNeedResched()
+	c.Inc(stats.ProxyReschedIdle)
+	return r.Idle
+}
+
+// Deactivate is proxy_deactivate(): take a donor whose owner sleeps off
+// the runqueue (the pre-[full] answer to a sleeping owner). The idle task
+// becomes the donor first. It fails, leaving the donor queued, when the
+// donor has been woken meanwhile (its __state is RUNNING).
+func Deactivate(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) bool {
+	ReschedIdle(c, r)
+	if donor.State() == task.Running {
+		return false
+	}
+	r.DeactivateTask(c, donor, rq.DequeueSleep)
+	c.Inc(stats.ProxyDeactivations)
+	c.Emit(trace.EvBlock, int32(donor.ID), int32(donor.State()), 1, 0)
+	return true
+}
+
+// MigrateTask is proxy_migrate_task(): move p, and every task that donates
+// to it along blocked_donor, to the owner's CPU. The rq lock is dropped in
+// the middle; nothing else is ever held with it on this path.
+func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int) {
+	r.Lock.AssertHeld(c.CPU)
+	if target == r.CPU {
+		mach.Report(c, check.InvProxyMigrate, p, fmt.Sprintf("proxy migration of %v from cpu%d to itself (owner cpu read twice?)", p, r.CPU))
+		ReschedIdle(c, r)
+		return
+	}
+	if c.Bug(bugs.DanglingDonor) {
+		// Bug 8: rq.donor keeps pointing at a task that is about to move.
+	} else {
+		ReschedIdle(c, r)
+	}
+	if p == r.Curr() {
+		panic(fmt.Sprintf("proxy_migrate_task: %v is rq%d's curr", p, r.CPU))
+	}
+	var moved [MaxChain]*task.Task
+	n := 0
+	for t := p; t != nil && n < MaxChain; {
+		if t == r.Curr() || !t.Queued() || t.CPU() != r.CPU {
+			break
+		}
+		r.DeactivateTask(c, t, rq.DequeueMigrating)
+		rq.SetTaskCPU(c, t, target, true, reasonFor(n))
+		moved[n] = t
+		n++
+		t.BlockedLock.Lock(c.CPU)
+		next := t.BlockedDonor(c.CPU)
+		t.SetBlockedDonor(c.CPU, nil)
+		t.BlockedLock.Unlock(c.CPU)
+		t = next
+	}
+	c.Inc(stats.ProxyMigrations)
+	if n > 1 {
+		c.Add(stats.ChainMigrations, uint64(n-1))
+	}
+	if !c.Bug(bugs.StaleBalanceCallbacks) {
+		r.ZapBalanceCallbacks(c)
+	}
+	r.DonorAtUnlock = r.Donor(c)
+	r.Lock.Unlock(c.CPU)
+
+	tr := mach.RQ(target)
+	tr.Lock.Lock(c.CPU)
+	for i := 0; i < n; i++ {
+		tr.ActivateTask(c, moved[i], rq.EnqueueMigrated)
+		tr.CheckPreemptCurr(c, moved[i])
+	}
+	tr.Lock.Unlock(c.CPU)
+
+	r.Lock.Lock(c.CPU)
+	r.DonorAtUnlock = nil
+	r.UpdateClock(c)
+}
+
+func reasonFor(i int) trace.MigrateReason {
+	if i == 0 {
+		return trace.ReasonProxy
+	}
+	return trace.ReasonChain
+}
+
+// ForceReturn is proxy_force_return(): p, found BO_WAKING (or blocked on a
+// free lock) but queued where it must not run, is marked WAKING,
+// sleep-dequeued, and woken through the normal path, whose select_task_rq
+// picks an allowed CPU (v16: dequeue then wake, never enqueue directly on
+// wake_cpu, which may be offline).
+func ForceReturn(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task) {
+	r.Lock.AssertHeld(c.CPU)
+	ReschedIdle(c, r)
+	p.BlockedLock.Lock(c.CPU)
+	if s := p.BlockedOnState(c.CPU); s == task.BOBlocked && p.BlockedOn(c.CPU) != nil {
+		p.SetBlockedOnState(c.CPU, task.BOWaking)
+		p.BOSince = c.Now
+		emitBO(c, p, s, task.BOWaking)
+	}
+	p.BlockedLock.Unlock(c.CPU)
+	if p == r.Curr() || !p.Queued() || p.CPU() != r.CPU {
+		return
+	}
+	r.DeactivateTask(c, p, rq.DequeueSleep)
+	r.ZapBalanceCallbacks(c)
+	c.Inc(stats.ForceReturns)
+	r.DonorAtUnlock = r.Donor(c)
+	r.Lock.Unlock(c.CPU)
+	mach.WakeUpProcess(c, p)
+	r.Lock.Lock(c.CPU)
+	r.DonorAtUnlock = nil
+	r.UpdateClock(c)
+}
+
+// NeedsReturn is proxy_needs_return(), called by ttwu_runnable with p's
+// pi_lock and rq lock held: a queued p found BO_WAKING that sits away from
+// its home CPU is dequeued (MIGRATING, not a sleep) so that the caller
+// continues into the full wakeup, which places it on an allowed CPU. In
+// every case the BO_WAKING task becomes BO_RUNNABLE.
+func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
+	r.Lock.AssertHeld(c.CPU)
+	ret := false
+	p.BlockedLock.Lock(c.CPU)
+	if p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOWaking {
+		if p != r.Curr() && p.WakeCPU != r.CPU {
+			if p == r.Donor(c) {
+				r.UpdateCurr(c)
+				r.SetDonor(c, r.Idle)
+			}
+			r.DeactivateTask(c, p, rq.DequeueMigrating)
+			c.Inc(stats.ReturnMigrations)
+			ret = true
+		}
+		p.SetBlockedOnState(c.CPU, task.BORunnable)
+		emitBO(c, p, task.BOWaking, task.BORunnable)
+		r.ReschedCurr(c)
+	}
+	p.BlockedLock.Unlock(c.CPU)
+	return ret
+}
+
+// EnqueueOnOwner is proxy_enqueue_on_owner() [full]: with the rq lock and
+// the owner's blocked_lock held and the owner seen asleep, park p on the
+// owner's blocked_head and take it off the runqueue. block_task comes last
+// (v14): once p is off the runqueue and linked, the owner's waker may
+// activate it on another CPU at once.
+func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
+	r.Lock.AssertHeld(c.CPU)
+	owner.BlockedLock.AssertHeld(c.CPU)
+	if c.Bug(bugs.BlockTaskNotLast) {
+		// Bug 18 (before v14): block_task first, then link and switch
+		// the donor away; p is touched after it may be activated.
+		r.DeactivateTask(c, p, rq.DequeueSleep)
+	}
+	p.SleepingOwner.Store(owner)
+	owner.BlockedHead = append(owner.BlockedHead, p)
+	ReschedIdle(c, r)
+	if !c.Bug(bugs.BlockTaskNotLast) {
+		r.DeactivateTask(c, p, rq.DequeueSleep)
+	}
+	c.Inc(stats.SleepingOwnerEnqueues)
+	c.Emit(trace.EvParkOnOwner, int32(p.ID), int32(owner.ID), 0, 0)
+}
+
+// UnlinkSleepingOwner takes p, which is being woken (its pi_lock is held,
+// it is off every runqueue), off the list of the owner it is parked on.
+func UnlinkSleepingOwner(c *percpu.Ctx, p *task.Task) {
+	so := p.SleepingOwner.Load()
+	if so == nil {
+		return
+	}
+	so.BlockedLock.Lock(c.CPU)
+	if p.SleepingOwner.Load() == so {
+		for i, w := range so.BlockedHead {
+			if w == p {
+				so.BlockedHead = append(so.BlockedHead[:i], so.BlockedHead[i+1:]...)
+				break
+			}
+		}
+		p.SleepingOwner.Store(nil)
+	}
+	so.BlockedLock.Unlock(c.CPU)
+}
+
+// ActivateBlockedWaiters is activate_blocked_waiters() [full], run at the
+// end of every wakeup of owner, after its pi_lock is dropped: re-activate
+// the donors parked on it (and, transitively, those parked on them) on
+// target's runqueue. Each owner's list is detached as one finite batch
+// (v9): donors that re-park meanwhile wait for the next wakeup.
+func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task.Task) {
+	owner.BlockedLock.Lock(c.CPU)
+	if owner.OnActivationList || len(owner.BlockedHead) == 0 {
+		owner.BlockedLock.Unlock(c.CPU)
+		return
+	}
+	owner.OnActivationList = true
+	owner.BlockedLock.Unlock(c.CPU)
+
+	work := []*task.Task{owner}
+	rounds := 0
+	for len(work) > 0 {
+		o := work[len(work)-1]
+		work = work[:len(work)-1]
+		if c.Bug(bugs.ActivationLivelock) {
+			// Bug 6 (before v9): drain the list one waiter at a time until
+			// it is empty; donors that re-park keep it non-empty.
+			for {
+				rounds++
+				o.BlockedLock.Lock(c.CPU)
+				if len(o.BlockedHead) == 0 {
+					o.OnActivationList = false
+					o.BlockedLock.Unlock(c.CPU)
+					break
+				}
+				w := o.BlockedHead[0]
+				o.BlockedHead = o.BlockedHead[1:]
+				w.SleepingOwner.Store(nil)
+				o.BlockedLock.Unlock(c.CPU)
+				doActivateBlockedWaiter(c, mach, target, w)
+				c.Relax()
+			}
+			continue
+		}
+		o.BlockedLock.Lock(c.CPU)
+		batch := o.BlockedHead
+		o.BlockedHead = nil
+		o.OnActivationList = false
+		for _, w := range batch {
+			w.SleepingOwner.Store(nil)
+		}
+		o.BlockedLock.Unlock(c.CPU)
+		for _, w := range batch {
+			doActivateBlockedWaiter(c, mach, target, w)
+			w.BlockedLock.Lock(c.CPU)
+			has := len(w.BlockedHead) > 0 && !w.OnActivationList
+			if has {
+				w.OnActivationList = true
+			}
+			w.BlockedLock.Unlock(c.CPU)
+			if has {
+				work = append(work, w)
+			}
+		}
+	}
+}
+
+// doActivateBlockedWaiter is do_activate_blocked_waiter(): under w's
+// pi_lock, put a parked waiter on target's runqueue, unless it has been
+// woken (WAKING: ttwu owns it), is already queued, or is still on_cpu
+// somewhere (v18: it was woken, ran, blocked again and is switching out).
+func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, w *task.Task) {
+	w.PiLock.Lock(c.CPU)
+	defer w.PiLock.Unlock(c.CPU)
+	w.BlockedLock.Lock(c.CPU)
+	blocked := w.BlockedOn(c.CPU) != nil && w.BlockedOnState(c.CPU) != task.BORunnable
+	w.BlockedLock.Unlock(c.CPU)
+	if !blocked || w.State() == task.Waking || w.State() == task.Running || w.OnRQ() != task.OnRQNone {
+		return
+	}
+	if w.OnCPU() && !c.Bug(bugs.LateActivationOnCPU) {
+		return
+	}
+	tr := mach.RQ(target)
+	tr.Lock.Lock(c.CPU)
+	rq.SetTaskCPU(c, w, target, true, trace.ReasonActivation)
+	tr.ActivateTask(c, w, rq.EnqueueWakeup|rq.EnqueueMigrated)
+	tr.CheckPreemptCurr(c, w)
+	tr.Lock.Unlock(c.CPU)
+	c.Inc(stats.BlockedWaiterActivations)
+	c.Emit(trace.EvActivate, int32(w.ID), 0, int32(target), 0)
+}

@@ -1,0 +1,531 @@
+package rq
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// Enqueue and dequeue flags (ENQUEUE_* / DEQUEUE_*).
+const (
+	EnqueueWakeup    = 1 << iota // a sleeping task becomes runnable
+	EnqueueMigrated              // arrives from another runqueue
+	EnqueueRestore               // re-enqueue after a change of class or priority
+	DequeueSleep                 // the task goes to sleep: on_rq becomes 0
+	DequeueMigrating             // the task moves: on_rq becomes MIGRATING
+	DequeueSave                  // dequeue around a change of class or priority
+)
+
+// Scheduler tunables (virtual ns).
+const (
+	RRTimeslice    = 100_000_000 // sched_rr_timeslice_ms = 100
+	FairSlice      = 3_000_000   // sysctl_sched_base_slice-ish
+	WakeupGran     = 1_000_000   // sysctl_sched_wakeup_granularity
+	SleeperCredit  = 3_000_000   // how far behind min_vruntime a waking sleeper is placed
+	NiceZeroWeight = 1024
+)
+
+// BalanceCallback is deferred balancing work queued during a pick
+// (queue_balance_callback); it runs with the rq lock held after the pick
+// is final, or is zapped when the pick is abandoned.
+type BalanceCallback struct {
+	Name string
+	Fn   func(c *percpu.Ctx, rq *RQ)
+}
+
+// RQ is one CPU's runqueue.
+type RQ struct {
+	CPU  int
+	Lock spinlock.Lock
+
+	// curr is the execution context. Written under Lock by the owning CPU;
+	// read without the lock by remote CPUs (idle_cpu(), wakeup choices).
+	curr atomic.Pointer[task.Task]
+	// nrRunning counts queued tasks (the donor included). Written under
+	// Lock; read without it by load balancing and select_task_rq.
+	nrRunning atomic.Int32
+	// currPrio is the donor's prio, published at every switch for remote
+	// wakeup placement (cpupri). Written under Lock; read without it.
+	currPrio atomic.Int32
+	// needResched is TIF_NEED_RESCHED of this CPU's current task. Set by
+	// anyone holding Lock (resched_curr) or by the CPU itself; cleared by
+	// the CPU in __schedule.
+	needResched atomic.Bool
+
+	// Protected by Lock.
+	donor       *task.Task // scheduling context; == curr unless proxying
+	Idle        *task.Task // the idle task; never queued
+	rt          []*task.Task
+	fair        []*task.Task
+	seq         uint64 // enqueue order
+	minVruntime int64
+	execStart   int64 // rq clock when curr/donor last started being charged
+	Clock       int64 // rq clock: the owning CPU's clock at the last update
+	// NrUninterruptible and NrIOWait count sleepers that last ran here.
+	NrUninterruptible int64
+	balanceCallbacks  []BalanceCallback
+	// lastUnlockRef records, when the rq lock is dropped mid-schedule, the
+	// task rq.donor pointed at (for invariant 16). Protected by Lock.
+	DonorAtUnlock *task.Task
+
+	// Kick sends a reschedule IPI to this CPU on behalf of CPU c. Set by
+	// the cpu package before the machine starts.
+	Kick func(c *percpu.Ctx, cpu int)
+}
+
+// New returns the runqueue of cpu with its idle task.
+func New(cpu int, idle *task.Task) *RQ {
+	r := &RQ{CPU: cpu, Idle: idle}
+	r.Lock.Init(spinlock.ClassRQ, cpu)
+	r.donor = idle
+	r.curr.Store(idle)
+	r.currPrio.Store(task.IdlePrio)
+	return r
+}
+
+func (r *RQ) String() string { return fmt.Sprintf("rq%d", r.CPU) }
+
+// Curr returns rq->curr (READ_ONCE: may be read without the lock).
+func (r *RQ) Curr() *task.Task { return r.curr.Load() }
+
+// SetCurr sets rq->curr; the rq lock must be held.
+func (r *RQ) SetCurr(c *percpu.Ctx, p *task.Task) {
+	r.Lock.AssertHeld(c.CPU)
+	r.curr.Store(p)
+}
+
+// PublishPrio publishes the donor's priority for cpupri-style lockless
+// readers; the rq lock must be held.
+func (r *RQ) PublishPrio(c *percpu.Ctx) {
+	r.Lock.AssertHeld(c.CPU)
+	r.currPrio.Store(int32(r.donor.SE.Prio))
+}
+
+// CurrPrio returns the published donor priority (READ_ONCE).
+func (r *RQ) CurrPrio() int { return int(r.currPrio.Load()) }
+
+// Donor returns rq->donor; the rq lock must be held.
+func (r *RQ) Donor(c *percpu.Ctx) *task.Task {
+	r.Lock.AssertHeld(c.CPU)
+	return r.donor
+}
+
+// SetDonor sets rq->donor (rq_set_donor); the rq lock must be held.
+func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
+	r.Lock.AssertHeld(c.CPU)
+	r.donor = p
+}
+
+// NrRunning returns nr_running (READ_ONCE).
+func (r *RQ) NrRunning() int { return int(r.nrRunning.Load()) }
+
+// IsIdle is idle_cpu(): nothing queued and the idle task executing.
+func (r *RQ) IsIdle() bool { return r.nrRunning.Load() == 0 && r.curr.Load() == r.Idle }
+
+// NeedResched reports TIF_NEED_RESCHED.
+func (r *RQ) NeedResched() bool { return r.needResched.Load() }
+
+// SetNeedResched sets TIF_NEED_RESCHED on this CPU's current task, from
+// the CPU itself (no IPI needed).
+func (r *RQ) SetNeedResched() { r.needResched.Store(true) }
+
+// ClearNeedResched clears TIF_NEED_RESCHED; only the owning CPU does this,
+// in __schedule.
+func (r *RQ) ClearNeedResched() { r.needResched.Store(false) }
+
+// ReschedCurr is resched_curr(): mark the current task for rescheduling
+// and, if this is another CPU, send it an IPI. The rq lock must be held.
+func (r *RQ) ReschedCurr(c *percpu.Ctx) {
+	r.Lock.AssertHeld(c.CPU)
+	if r.needResched.Swap(true) {
+		return
+	}
+	if r.CPU != c.ID && r.Kick != nil {
+		r.Kick(c, r.CPU)
+	}
+}
+
+// UpdateClock is update_rq_clock(): only the owning CPU advances its rq
+// clock; a remote CPU holding the lock leaves it as it is.
+func (r *RQ) UpdateClock(c *percpu.Ctx) {
+	r.Lock.AssertHeld(c.CPU)
+	if c.ID == r.CPU && c.Now > r.Clock {
+		r.Clock = c.Now
+	}
+}
+
+// Tasks returns every queued task, RT first (audits and reports).
+func (r *RQ) Tasks() []*task.Task {
+	out := make([]*task.Task, 0, len(r.rt)+len(r.fair))
+	out = append(out, r.rt...)
+	return append(out, r.fair...)
+}
+
+// QueuedCount returns the number of tasks in the class queues.
+func (r *RQ) QueuedCount() int { return len(r.rt) + len(r.fair) }
+
+// Enqueue puts p into its class queue (enqueue_task). The rq lock must be
+// held; p.on_rq is the caller's business (ActivateTask does both).
+func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
+	r.Lock.AssertHeld(c.CPU)
+	se := &p.SE
+	if se.Queued {
+		panic(fmt.Sprintf("enqueue_task: %v already queued on cpu%d (enqueue on cpu%d)", p, se.QueueCPU, r.CPU))
+	}
+	r.seq++
+	se.QueueSeq = r.seq
+	se.Queued = true
+	se.QueueCPU = r.CPU
+	if se.Policy.RT() {
+		if flags&EnqueueRestore == 0 {
+			if se.Policy == task.RR && se.Slice <= 0 {
+				se.Slice = RRTimeslice
+			}
+		}
+		r.rt = append(r.rt, p)
+	} else {
+		lag := se.Vlag
+		if flags&EnqueueWakeup != 0 && lag < -SleeperCredit {
+			lag = -SleeperCredit
+		}
+		if lag > FairSlice*4 {
+			lag = FairSlice * 4
+		}
+		if lag < -FairSlice*4 {
+			lag = -FairSlice * 4
+		}
+		se.Vruntime = r.minVruntime + lag
+		if se.Slice <= 0 {
+			se.Slice = FairSlice
+		}
+		r.fair = append(r.fair, p)
+	}
+	r.nrRunning.Add(1)
+}
+
+// Dequeue removes p from its class queue (dequeue_task).
+func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
+	r.Lock.AssertHeld(c.CPU)
+	se := &p.SE
+	if !se.Queued || se.QueueCPU != r.CPU {
+		panic(fmt.Sprintf("dequeue_task: %v not queued on cpu%d (queued=%v on cpu%d)", p, r.CPU, se.Queued, se.QueueCPU))
+	}
+	if se.Policy.RT() {
+		r.rt = remove(r.rt, p)
+	} else {
+		r.fair = remove(r.fair, p)
+		se.Vlag = se.Vruntime - r.minVruntime
+	}
+	se.Queued = false
+	se.QueueCPU = -1
+	r.nrRunning.Add(-1)
+	r.updateMinVruntime()
+}
+
+func remove(q []*task.Task, p *task.Task) []*task.Task {
+	for i, t := range q {
+		if t == p {
+			copy(q[i:], q[i+1:])
+			q[len(q)-1] = nil
+			return q[:len(q)-1]
+		}
+	}
+	panic(fmt.Sprintf("dequeue_task: %v missing from its class queue", p))
+}
+
+func (r *RQ) updateMinVruntime() {
+	if len(r.fair) == 0 {
+		return
+	}
+	m := r.fair[0].SE.Vruntime
+	for _, t := range r.fair[1:] {
+		if t.SE.Vruntime < m {
+			m = t.SE.Vruntime
+		}
+	}
+	if m > r.minVruntime {
+		r.minVruntime = m
+	}
+}
+
+// ActivateTask is activate_task(): enqueue and mark on_rq QUEUED.
+func (r *RQ) ActivateTask(c *percpu.Ctx, p *task.Task, flags int) {
+	r.Enqueue(c, p, flags)
+	p.SetOnRQ(task.OnRQQueued)
+}
+
+// DeactivateTask is deactivate_task(): on_rq becomes 0 for a sleep
+// dequeue and MIGRATING otherwise (so lockless observers see "moving"),
+// then the task leaves its class queue.
+func (r *RQ) DeactivateTask(c *percpu.Ctx, p *task.Task, flags int) {
+	if flags&DequeueSleep != 0 {
+		p.SetOnRQ(task.OnRQNone)
+	} else {
+		p.SetOnRQ(task.OnRQMigrating)
+	}
+	r.Dequeue(c, p, flags)
+}
+
+// better reports whether a should run before b (RT by prio then FIFO
+// order; fair by vruntime then FIFO order; RT before fair).
+func better(a, b *task.Task) bool {
+	ar, br := a.SE.Policy.RT(), b.SE.Policy.RT()
+	if ar != br {
+		return ar
+	}
+	if ar {
+		if a.SE.Prio != b.SE.Prio {
+			return a.SE.Prio < b.SE.Prio
+		}
+		return a.SE.QueueSeq < b.SE.QueueSeq
+	}
+	if a.SE.Vruntime != b.SE.Vruntime {
+		return a.SE.Vruntime < b.SE.Vruntime
+	}
+	return a.SE.QueueSeq < b.SE.QueueSeq
+}
+
+// PickNextTask is pick_next_task(): the best queued task, or idle.
+func (r *RQ) PickNextTask(c *percpu.Ctx) *task.Task {
+	r.Lock.AssertHeld(c.CPU)
+	q := r.rt
+	if len(q) == 0 {
+		q = r.fair
+	}
+	if len(q) == 0 {
+		return r.Idle
+	}
+	best := q[0]
+	for _, t := range q[1:] {
+		if better(t, best) {
+			best = t
+		}
+	}
+	return best
+}
+
+// PickBest returns the best queued task for which ok returns true, or nil.
+func (r *RQ) PickBest(ok func(*task.Task) bool) *task.Task {
+	var best *task.Task
+	for _, q := range [2][]*task.Task{r.rt, r.fair} {
+		for _, t := range q {
+			if ok(t) && (best == nil || better(t, best)) {
+				best = t
+			}
+		}
+		if best != nil {
+			return best
+		}
+	}
+	return nil
+}
+
+// UpdateCurr is update_curr() for the proxy split (section 4.9): the time
+// since the last update is execution time of rq.curr and class time
+// (vruntime, RT slice) of rq.donor. Only the owning CPU calls it.
+func (r *RQ) UpdateCurr(c *percpu.Ctx) {
+	r.Lock.AssertHeld(c.CPU)
+	r.UpdateClock(c)
+	delta := r.Clock - r.execStart
+	if delta <= 0 {
+		return
+	}
+	r.execStart = r.Clock
+	curr, donor := r.curr.Load(), r.donor
+	if curr != r.Idle {
+		curr.SE.SumExecRuntime += delta
+	}
+	if donor == r.Idle {
+		return
+	}
+	if donor != curr {
+		donor.SE.DonatedRuntime += delta
+	}
+	se := &donor.SE
+	if se.Policy.RT() {
+		if se.Policy == task.RR {
+			se.Slice -= delta
+		}
+		return
+	}
+	se.Vruntime += delta * NiceZeroWeight / se.Weight
+	se.Slice -= delta
+	r.updateMinVruntime()
+}
+
+// SetNextTask starts accounting for a new curr/donor pair
+// (set_next_task): charging restarts now.
+func (r *RQ) SetNextTask(c *percpu.Ctx) {
+	r.Lock.AssertHeld(c.CPU)
+	r.UpdateClock(c)
+	r.execStart = r.Clock
+	d := r.donor
+	d.SE.PrevSumExec = d.SE.SumExecRuntime
+}
+
+// CheckPreemptCurr is wakeup_preempt(): should p, just enqueued here,
+// preempt the donor? RT beats fair; fair by vruntime with a granularity.
+func (r *RQ) CheckPreemptCurr(c *percpu.Ctx, p *task.Task) {
+	r.Lock.AssertHeld(c.CPU)
+	d := r.donor
+	if d == r.Idle {
+		r.ReschedCurr(c)
+		return
+	}
+	switch {
+	case p.SE.Policy.RT() && !d.SE.Policy.RT():
+		r.ReschedCurr(c)
+	case p.SE.Policy.RT() && d.SE.Policy.RT():
+		if p.SE.Prio < d.SE.Prio {
+			r.ReschedCurr(c)
+		}
+	case !p.SE.Policy.RT() && !d.SE.Policy.RT():
+		gran := int64(WakeupGran) * NiceZeroWeight / p.SE.Weight
+		if p.SE.Vruntime+gran < d.SE.Vruntime {
+			r.ReschedCurr(c)
+		}
+	}
+}
+
+// Tick is the class part of scheduler_tick(): charge, then decide whether
+// the donor's slice is over. Returns true if it set need_resched.
+func (r *RQ) Tick(c *percpu.Ctx) bool {
+	r.UpdateCurr(c)
+	d := r.donor
+	if d == r.Idle {
+		if r.nrRunning.Load() > 0 {
+			r.SetNeedResched()
+			return true
+		}
+		return false
+	}
+	se := &d.SE
+	switch se.Policy {
+	case task.FIFO:
+		return false
+	case task.RR:
+		if se.Slice > 0 {
+			return false
+		}
+		se.Slice = RRTimeslice
+		// Requeue at the tail of its priority if others share it.
+		for _, t := range r.rt {
+			if t != d && t.SE.Prio == se.Prio {
+				r.seq++
+				se.QueueSeq = r.seq
+				r.SetNeedResched()
+				return true
+			}
+		}
+		return false
+	}
+	if len(r.rt) > 0 {
+		r.SetNeedResched()
+		return true
+	}
+	if se.Slice <= 0 {
+		se.Slice = FairSlice
+		if len(r.fair) > 1 {
+			r.SetNeedResched()
+			return true
+		}
+	}
+	return false
+}
+
+// YieldTask is yield_task(): move the donor behind its peers.
+func (r *RQ) YieldTask(c *percpu.Ctx, p *task.Task) {
+	r.Lock.AssertHeld(c.CPU)
+	r.seq++
+	p.SE.QueueSeq = r.seq
+	if !p.SE.Policy.RT() {
+		// skip ahead of the leftmost task so that a peer runs next
+		for _, t := range r.fair {
+			if t != p && t.SE.Vruntime >= p.SE.Vruntime {
+				p.SE.Vruntime = t.SE.Vruntime + 1
+			}
+		}
+	}
+}
+
+// QueueBalanceCallback is queue_balance_callback().
+func (r *RQ) QueueBalanceCallback(c *percpu.Ctx, cb BalanceCallback) {
+	r.Lock.AssertHeld(c.CPU)
+	r.balanceCallbacks = append(r.balanceCallbacks, cb)
+}
+
+// BalanceCallbacks returns the number of queued balance callbacks.
+func (r *RQ) BalanceCallbacks() int { return len(r.balanceCallbacks) }
+
+// ZapBalanceCallbacks drops callbacks of an abandoned pick
+// (zap_balance_callbacks).
+func (r *RQ) ZapBalanceCallbacks(c *percpu.Ctx) {
+	r.Lock.AssertHeld(c.CPU)
+	for i := range r.balanceCallbacks {
+		r.balanceCallbacks[i] = BalanceCallback{}
+	}
+	r.balanceCallbacks = r.balanceCallbacks[:0]
+}
+
+// RunBalanceCallbacks runs and clears the queued callbacks.
+func (r *RQ) RunBalanceCallbacks(c *percpu.Ctx) {
+	for len(r.balanceCallbacks) > 0 {
+		cb := r.balanceCallbacks[0]
+		r.balanceCallbacks = r.balanceCallbacks[1:]
+		cb.Fn(c, r)
+	}
+	r.balanceCallbacks = r.balanceCallbacks[:0:0]
+}
+
+// DoubleLock is double_rq_lock(): both locks, lower CPU first.
+func DoubleLock(c *percpu.Ctx, a, b *RQ) {
+	if a == b {
+		a.Lock.Lock(c.CPU)
+		return
+	}
+	if a.CPU > b.CPU {
+		a, b = b, a
+	}
+	a.Lock.Lock(c.CPU)
+	b.Lock.Lock(c.CPU)
+}
+
+// DoubleUnlock is double_rq_unlock().
+func DoubleUnlock(c *percpu.Ctx, a, b *RQ) {
+	if a != b {
+		b.Lock.Unlock(c.CPU)
+	}
+	a.Lock.Unlock(c.CPU)
+}
+
+// SetTaskCPU is set_task_cpu(): p is MIGRATING (or WAKING) and pinned by
+// the caller's locks; the home CPU (wake_cpu) follows unless this is a
+// proxy move (proxy_set_task_cpu keeps it).
+func SetTaskCPU(c *percpu.Ctx, p *task.Task, cpu int, keepWakeCPU bool, reason trace.MigrateReason) {
+	from := p.CPU()
+	if from == cpu {
+		return
+	}
+	p.SetCPU(cpu)
+	if !keepWakeCPU {
+		p.WakeCPU = cpu
+	}
+	c.Emit(trace.EvMigrate, int32(p.ID), int32(from), int32(cpu), int32(reason))
+}
+
+// Stats returns the class queue lengths (reports).
+func (r *RQ) Stats() (nrRT, nrFair int) { return len(r.rt), len(r.fair) }
+
+// PeekDonor returns rq->donor without the lock: only for audits and
+// reports with every CPU parked.
+func (r *RQ) PeekDonor() *task.Task { return r.donor }
+
+// PeekExecStart returns when curr/donor were last charged (audits).
+func (r *RQ) PeekExecStart() int64 { return r.execStart }
+
+// MinVruntime returns min_vruntime (reports, tests).
+func (r *RQ) MinVruntime() int64 { return r.minVruntime }

@@ -1,0 +1,107 @@
+package spinlock
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// rank is the documented acquisition order (outer first) of
+// proxy-protocol.md section 2. Leaves rank above everything.
+var rank = [NumClasses]int{ClassPiLock: 0, ClassRQ: 1, ClassWaitLock: 2, ClassBlockedLock: 3, ClassTimer: 9, ClassOther: 9}
+
+// Inversion is one lock-order violation.
+type Inversion struct {
+	CPU     int
+	Held    Class
+	HeldSub int
+	Taken   Class
+	Sub     int
+	Chain   string // locks held at the time, outermost first
+	Reason  string
+}
+
+func (v Inversion) String() string {
+	return fmt.Sprintf("cpu %d takes %s#%d while holding %s#%d (%s); held: %s",
+		v.CPU, v.Taken, v.Sub, v.Held, v.HeldSub, v.Reason, v.Chain)
+}
+
+// Validator is the lockdep of proxysim: it records, per lock class, which
+// classes were held when it was taken, and reports an inversion of the
+// protocol's order the first time one is seen.
+type Validator struct {
+	// seen[h][t] is set once class t has been taken with class h held.
+	seen [NumClasses][NumClasses]atomic.Bool
+
+	mu       sync.Mutex // guards reported
+	reported map[[3]int]bool
+	// OnInversion is called (outside any validator lock) for each newly
+	// seen kind of inversion. Set before the machine starts.
+	OnInversion func(Inversion)
+}
+
+// NewValidator returns an empty validator.
+func NewValidator(on func(Inversion)) *Validator {
+	return &Validator{reported: map[[3]int]bool{}, OnInversion: on}
+}
+
+// Seen reports whether class t has been taken while class h was held.
+func (v *Validator) Seen(h, t Class) bool { return v.seen[h][t].Load() }
+
+// Edges lists every observed (held, taken) class pair.
+func (v *Validator) Edges() [][2]Class {
+	var out [][2]Class
+	for h := Class(0); h < NumClasses; h++ {
+		for t := Class(0); t < NumClasses; t++ {
+			if v.seen[h][t].Load() {
+				out = append(out, [2]Class{h, t})
+			}
+		}
+	}
+	return out
+}
+
+func (v *Validator) check(c *CPU, l *Lock, nested bool) {
+	for i := 0; i < c.nHeld; i++ {
+		h := c.held[i]
+		if h == l {
+			v.report(c, h, l, "recursive acquisition (self-deadlock)")
+			continue
+		}
+		if !v.seen[h.class][l.class].Load() {
+			v.seen[h.class][l.class].Store(true)
+		}
+		switch {
+		case rank[h.class] >= 9:
+			v.report(c, h, l, "lock taken under a leaf lock")
+		case rank[l.class] < rank[h.class]:
+			v.report(c, h, l, "order is pi_lock -> rq->lock -> wait_lock -> blocked_lock")
+		case h.class == l.class:
+			switch l.class {
+			case ClassRQ:
+				if l.sub <= h.sub {
+					v.report(c, h, l, "two rq locks must be taken lower CPU first (double_rq_lock)")
+				}
+			case ClassBlockedLock:
+				if !nested {
+					v.report(c, h, l, "nested blocked_lock outside the unlock hand-off path")
+				}
+			default:
+				v.report(c, h, l, "two locks of this class are never nested")
+			}
+		}
+	}
+}
+
+func (v *Validator) report(c *CPU, h, l *Lock, reason string) {
+	key := [3]int{int(h.class), int(l.class), len(reason)}
+	v.mu.Lock()
+	dup := v.reported[key]
+	v.reported[key] = true
+	v.mu.Unlock()
+	if dup || v.OnInversion == nil {
+		return
+	}
+	v.OnInversion(Inversion{CPU: c.ID, Held: h.class, HeldSub: int(h.sub), Taken: l.class, Sub: int(l.sub),
+		Chain: c.HeldLocks(), Reason: reason})
+}

@@ -1,0 +1,247 @@
+package spinlock
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Class is a lock class in the lockdep sense: all runqueue locks are one
+// class, all pi_locks another, and so on.
+type Class uint8
+
+// The lock classes of the proxy-execution protocol, in their documented
+// acquisition order (outer first). ClassTimer and ClassOther are leaves:
+// nothing may be taken while holding them.
+const (
+	ClassPiLock Class = iota
+	ClassRQ
+	ClassWaitLock
+	ClassBlockedLock
+	ClassTimer
+	ClassOther
+	NumClasses
+)
+
+var classNames = [NumClasses]string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other"}
+
+func (k Class) String() string {
+	if k < NumClasses {
+		return classNames[k]
+	}
+	return fmt.Sprintf("class(%d)", uint8(k))
+}
+
+// Lock is a raw spinlock. The zero value is not usable: use Init.
+type Lock struct {
+	mu    sync.Mutex
+	class Class
+	// sub orders locks of one class: the CPU id for rq locks (double_rq_lock
+	// takes the lower first), the task id for per-task locks.
+	sub int32
+	// holder is the id+1 of the CPU holding the lock, 0 when free. Written
+	// only by the holder; read without lock by assertions and reports.
+	holder atomic.Int32
+}
+
+// Init sets the lock's class and its ordering key within the class.
+func (l *Lock) Init(class Class, sub int) {
+	l.class = class
+	l.sub = int32(sub)
+}
+
+// Class returns the lock's class.
+func (l *Lock) Class() Class { return l.class }
+
+// Sub returns the lock's ordering key within its class.
+func (l *Lock) Sub() int { return int(l.sub) }
+
+// Holder returns the id of the CPU holding the lock, or -1.
+func (l *Lock) Holder() int { return int(l.holder.Load()) - 1 }
+
+// Point names a yield point for Hooks.
+type Point uint8
+
+// Yield points inside the lock layer.
+const (
+	PointAcquire Point = iota // about to take a lock
+	PointSpin                 // a try failed: the lock is held elsewhere
+	PointRelease              // a lock was just dropped (a lock-juggling window opens)
+	PointRelax                // cpu_relax() in a wait loop (on_cpu spin, chain walk)
+	NumPoints
+)
+
+var pointNames = [NumPoints]string{"acquire", "spin", "release", "relax"}
+
+func (p Point) String() string {
+	if p < NumPoints {
+		return pointNames[p]
+	}
+	return fmt.Sprintf("point(%d)", uint8(p))
+}
+
+// Hooks is called at every yield point. Stress jitter widens race windows
+// here; the deterministic conductor switches goroutines here.
+type Hooks interface {
+	// Yield is called at PointAcquire, PointRelease and PointRelax.
+	Yield(c *CPU, pt Point)
+	// Spin is called after a failed try of l. It returns true if it has
+	// handled the wait (for example by yielding to the conductor) and the
+	// lock layer should simply try again; false lets the lock layer wait
+	// its own way (spin a little, then block in the mutex).
+	Spin(c *CPU, l *Lock) bool
+}
+
+const maxHeld = 16
+
+// CPU is the per-CPU lock context: which locks this CPU holds, in which
+// order, and its contention counters. Owned by its CPU goroutine; the
+// counters are atomics only so that metric scrapes can read them.
+type CPU struct {
+	ID    int
+	Hooks Hooks      // nil: no yield points
+	Dep   *Validator // nil: no lock-order validation
+
+	held  [maxHeld]*Lock
+	nHeld int
+
+	Acquisitions atomic.Uint64 // all acquisitions
+	Contended    atomic.Uint64 // acquisitions whose first try failed
+	Spins        atomic.Uint64 // failed tries in total
+	// SpinHist counts acquisitions by failed tries: bucket i holds
+	// acquisitions that needed fewer than 2^i failed tries (last: the rest).
+	SpinHist [SpinBuckets]atomic.Uint64
+}
+
+// SpinBuckets is the number of buckets of CPU.SpinHist.
+const SpinBuckets = 8
+
+// NewCPU returns the lock context of CPU id.
+func NewCPU(id int) *CPU { return &CPU{ID: id} }
+
+// Held returns the number of locks this CPU holds.
+func (c *CPU) Held() int { return c.nHeld }
+
+// HeldLocks describes the locks this CPU holds, outermost first.
+func (c *CPU) HeldLocks() string {
+	s := ""
+	for i := 0; i < c.nHeld; i++ {
+		if i > 0 {
+			s += " -> "
+		}
+		s += fmt.Sprintf("%s#%d", c.held[i].class, c.held[i].sub)
+	}
+	return s
+}
+
+// Relax is cpu_relax(): called in every wait loop so that jitter and the
+// conductor can interleave other CPUs there.
+func (c *CPU) Relax() {
+	if c.Hooks != nil {
+		c.Hooks.Yield(c, PointRelax)
+	}
+	runtime.Gosched()
+}
+
+// Lock takes l on behalf of CPU c.
+func (l *Lock) Lock(c *CPU) { l.lock(c, false) }
+
+// LockNested takes l while a lock of the same class is held, where the
+// protocol allows it (mutex unlock nests the donor's blocked_lock inside the
+// owner's): lockdep's spin_lock_nested().
+func (l *Lock) LockNested(c *CPU) { l.lock(c, true) }
+
+func (l *Lock) lock(c *CPU, nested bool) {
+	if c.Dep != nil {
+		c.Dep.check(c, l, nested)
+	}
+	if c.Hooks != nil {
+		c.Hooks.Yield(c, PointAcquire)
+	}
+	if !l.mu.TryLock() {
+		c.Contended.Add(1)
+		spins := uint64(0)
+		for {
+			spins++
+			if c.Hooks != nil && c.Hooks.Spin(c, l) {
+				if l.mu.TryLock() {
+					break
+				}
+				continue
+			}
+			if spins > 8 {
+				l.mu.Lock()
+				break
+			}
+			runtime.Gosched()
+			if l.mu.TryLock() {
+				break
+			}
+		}
+		c.Spins.Add(spins)
+		c.SpinHist[spinBucket(spins)].Add(1)
+	} else {
+		c.SpinHist[0].Add(1)
+	}
+	c.Acquisitions.Add(1)
+	l.holder.Store(int32(c.ID) + 1)
+	if c.nHeld == maxHeld {
+		panic("spinlock: too many locks held on cpu " + fmt.Sprint(c.ID) + ": " + c.HeldLocks())
+	}
+	c.held[c.nHeld] = l
+	c.nHeld++
+}
+
+func spinBucket(spins uint64) int {
+	b := 0
+	for spins > 0 && b < SpinBuckets-1 {
+		spins >>= 1
+		b++
+	}
+	return b
+}
+
+// TryLock takes l if it is free.
+func (l *Lock) TryLock(c *CPU) bool {
+	if c.Dep != nil {
+		c.Dep.check(c, l, false)
+	}
+	if !l.mu.TryLock() {
+		return false
+	}
+	c.Acquisitions.Add(1)
+	l.holder.Store(int32(c.ID) + 1)
+	c.held[c.nHeld] = l
+	c.nHeld++
+	return true
+}
+
+// Unlock releases l, which CPU c must hold.
+func (l *Lock) Unlock(c *CPU) {
+	if l.holder.Load() != int32(c.ID)+1 {
+		panic(fmt.Sprintf("spinlock: cpu %d releases %s#%d held by cpu %d", c.ID, l.class, l.sub, l.Holder()))
+	}
+	i := c.nHeld - 1
+	for i >= 0 && c.held[i] != l {
+		i--
+	}
+	copy(c.held[i:], c.held[i+1:c.nHeld])
+	c.nHeld--
+	c.held[c.nHeld] = nil
+	l.holder.Store(0)
+	l.mu.Unlock()
+	if c.Hooks != nil {
+		c.Hooks.Yield(c, PointRelease)
+	}
+}
+
+// AssertHeld panics unless CPU c holds l (lockdep_assert_held).
+func (l *Lock) AssertHeld(c *CPU) {
+	if l.holder.Load() != int32(c.ID)+1 {
+		panic(fmt.Sprintf("spinlock: %s#%d must be held by cpu %d (holder %d)", l.class, l.sub, c.ID, l.Holder()))
+	}
+}
+
+// IsHeldBy reports whether CPU c holds l.
+func (l *Lock) IsHeldBy(c *CPU) bool { return l.holder.Load() == int32(c.ID)+1 }

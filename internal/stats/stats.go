@@ -1,0 +1,199 @@
+package stats
+
+import (
+	"math"
+	"math/bits"
+	"sync/atomic"
+)
+
+// Counter names a per-CPU event counter.
+type Counter int
+
+// The counters. Names (CounterNames) are the keys of the summary's
+// "counters" object and, with a _total suffix, of the metrics.
+const (
+	ContextSwitches Counter = iota
+	Wakeups
+	WakeupsRemote // via a remote CPU's wake list (ttwu_queue_wakelist)
+	WakeupsRunnable
+	Preemptions
+	Ticks
+	IPIs
+	MigrationsLoadBalance
+	MigrationsAffinity
+	MutexAcquires
+	MutexContentions
+	MutexHandoffs
+	ProxyPickSameRQ
+	ProxyMigrations
+	ChainMigrations
+	ReturnMigrations
+	ForceReturns
+	SleepingOwnerEnqueues
+	BlockedWaiterActivations
+	DonorHandoffs
+	FindProxyTaskCalls
+	FindProxyTaskRetries
+	FindProxyTaskSpins
+	ProxyReschedIdle
+	ProxyDeactivations
+	LockJugglingRetries
+	OnCPUWaits
+	RTPushes
+	RTPulls
+	Audits
+	Exits
+	JitterInjected
+	NumCounters
+)
+
+// CounterNames are the stable names of the counters.
+var CounterNames = [NumCounters]string{
+	"context_switches", "wakeups", "wakeups_remote", "wakeups_runnable", "preemptions", "ticks", "ipis",
+	"migrations_load_balance", "migrations_affinity",
+	"mutex_acquires", "mutex_contentions", "mutex_handoffs",
+	"proxy_pick_same_rq", "proxy_migrations", "chain_migrations", "return_migrations", "force_returns",
+	"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs",
+	"find_proxy_task_calls", "find_proxy_task_retries", "find_proxy_task_spins", "proxy_resched_idle",
+	"proxy_deactivations", "lock_juggling_retries", "on_cpu_waits", "rt_pushes", "rt_pulls", "audits",
+	"exits", "jitter_injected",
+}
+
+// HistBuckets is the number of buckets of a CPU histogram: bucket i counts
+// values v with 2^(i-1) <= v < 2^i (bucket 0: v == 0); the last bucket is
+// open-ended.
+const HistBuckets = 12
+
+// CPUHist names a per-CPU small-integer histogram.
+type CPUHist int
+
+const (
+	HistChainLength CPUHist = iota // links walked per find_proxy_task call
+	HistFPTSpins                   // spins (chain steps plus retries) per resolved pick
+	NumCPUHists
+)
+
+// CPU is one CPU's counter block. Written only by its own CPU goroutine;
+// atomics so that scrapes and summaries read without stopping it.
+type CPU struct {
+	C    [NumCounters]atomic.Uint64
+	H    [NumCPUHists][HistBuckets]atomic.Uint64
+	HSum [NumCPUHists]atomic.Uint64
+	// SimTime is this CPU's virtual clock, published for scrapes.
+	SimTime atomic.Int64
+}
+
+// Inc adds one to counter k.
+func (s *CPU) Inc(k Counter) { s.C[k].Add(1) }
+
+// Add adds n to counter k.
+func (s *CPU) Add(k Counter, n uint64) { s.C[k].Add(n) }
+
+// Observe records v in histogram h.
+func (s *CPU) Observe(h CPUHist, v uint64) {
+	b := bits.Len64(v)
+	if b >= HistBuckets {
+		b = HistBuckets - 1
+	}
+	s.H[h][b].Add(1)
+	s.HSum[h].Add(v)
+}
+
+// Sum adds up counter k over CPUs.
+func Sum(cpus []*CPU, k Counter) uint64 {
+	var t uint64
+	for _, c := range cpus {
+		t += c.C[k].Load()
+	}
+	return t
+}
+
+// HistUpper is the exclusive upper bound of CPU histogram bucket b
+// (math.Inf for the last).
+func HistUpper(b int) float64 {
+	if b >= HistBuckets-1 {
+		return math.Inf(1)
+	}
+	return float64(uint64(1) << b)
+}
+
+// Hist is a log-linear latency histogram (8 sub-buckets per power of two,
+// about 6% relative error) with exact max and count. Not safe for
+// concurrent use: each belongs to one task and is written by whoever owns
+// the task at that moment.
+type Hist struct {
+	B     [64 * 8]uint32
+	N     uint64
+	Max   int64
+	Total int64
+}
+
+func histIndex(v int64) int {
+	if v < 8 {
+		if v < 0 {
+			v = 0
+		}
+		return int(v)
+	}
+	e := bits.Len64(uint64(v)) - 1 // >= 3
+	m := (uint64(v) >> (e - 3)) & 7
+	return (e-2)*8 + int(m)
+}
+
+func histLower(i int) int64 {
+	if i < 8 {
+		return int64(i)
+	}
+	e := i/8 + 2
+	m := int64(i % 8)
+	return (8 + m) << (e - 3)
+}
+
+// Add records a value.
+func (h *Hist) Add(v int64) {
+	if v < 0 {
+		v = 0
+	}
+	h.B[histIndex(v)]++
+	h.N++
+	h.Total += v
+	if v > h.Max {
+		h.Max = v
+	}
+}
+
+// Merge adds o into h.
+func (h *Hist) Merge(o *Hist) {
+	for i, c := range o.B {
+		h.B[i] += c
+	}
+	h.N += o.N
+	h.Total += o.Total
+	if o.Max > h.Max {
+		h.Max = o.Max
+	}
+}
+
+// Quantile returns an estimate of quantile q (0..1): the lower bound of
+// the bucket holding it, capped at Max.
+func (h *Hist) Quantile(q float64) int64 {
+	if h.N == 0 {
+		return 0
+	}
+	rank := uint64(math.Ceil(q * float64(h.N)))
+	if rank == 0 {
+		rank = 1
+	}
+	var seen uint64
+	for i, c := range h.B {
+		seen += uint64(c)
+		if seen >= rank {
+			v := histLower(i)
+			if v > h.Max {
+				v = h.Max
+			}
+			return v
+		}
+	}
+	return h.Max
+}

@@ -1,0 +1,377 @@
+package task
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
+)
+
+// State is __state.
+type State int32
+
+// Task states. WAKING is owned by try_to_wake_up: the task is off every
+// runqueue and only the waker, holding p.PiLock, may move it on.
+const (
+	Running State = iota
+	Interruptible
+	Uninterruptible
+	Waking
+	Dead
+)
+
+var stateNames = [...]string{"RUNNING", "INTERRUPTIBLE", "UNINTERRUPTIBLE", "WAKING", "DEAD"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", int32(s))
+}
+
+// Matches reports whether s is one of the states a wakeup with the given
+// mask wakes (ttwu_state_match).
+func (s State) Matches(mask StateMask) bool {
+	switch s {
+	case Interruptible:
+		return mask&WakeInterruptible != 0
+	case Uninterruptible:
+		return mask&WakeUninterruptible != 0
+	}
+	return false
+}
+
+// StateMask selects which sleep states a wakeup wakes (TASK_NORMAL etc.).
+type StateMask uint8
+
+const (
+	WakeInterruptible   StateMask = 1
+	WakeUninterruptible StateMask = 2
+	WakeNormal                    = WakeInterruptible | WakeUninterruptible
+)
+
+// on_rq values.
+const (
+	OnRQNone      int32 = 0
+	OnRQQueued    int32 = 1
+	OnRQMigrating int32 = 2
+)
+
+// BOState is blocked_on_state (proxy-exec v20..v22).
+type BOState int32
+
+const (
+	BORunnable BOState = iota // may run (blocked_on may still be set while it re-tries the lock)
+	BOBlocked                 // waits for blocked_on; may only be a donor
+	BOWaking                  // chosen by unlock (or woken); must be checked for return migration before it runs
+)
+
+var boNames = [...]string{"BO_RUNNABLE", "BO_BLOCKED", "BO_WAKING"}
+
+func (s BOState) String() string {
+	if int(s) < len(boNames) {
+		return boNames[s]
+	}
+	return fmt.Sprintf("bo(%d)", int32(s))
+}
+
+// Policy is the scheduling policy.
+type Policy uint8
+
+const (
+	Normal     Policy = iota // SCHED_NORMAL (fair)
+	FIFO                     // SCHED_FIFO
+	RR                       // SCHED_RR
+	IdlePolicy               // the per-CPU idle task
+)
+
+var policyNames = [...]string{"normal", "fifo", "rr", "idle"}
+
+func (p Policy) String() string { return policyNames[p] }
+
+// RT reports whether the policy is a real-time one.
+func (p Policy) RT() bool { return p == FIFO || p == RR }
+
+// Kernel priority values.
+const (
+	MaxRTPrio   = 100
+	DefaultPrio = 120 // nice 0
+	IdlePrio    = 140
+)
+
+// Weights is sched_prio_to_weight[]: the load weight of nice -20..19.
+var Weights = [40]int64{
+	88761, 71755, 56483, 46273, 36291,
+	29154, 23254, 18705, 14949, 11916,
+	9548, 7620, 6100, 4904, 3906,
+	3121, 2501, 1991, 1586, 1277,
+	1024, 820, 655, 526, 423,
+	335, 272, 215, 172, 137,
+	110, 87, 70, 56, 45,
+	36, 29, 23, 18, 15,
+}
+
+// NiceWeight returns the load weight for a nice value.
+func NiceWeight(nice int) int64 { return Weights[nice+20] }
+
+// Lock is what blocked_on points at: a kernel mutex. It is declared here
+// and satisfied by internal/mutex, which keeps the import graph acyclic.
+type Lock interface {
+	// WaitLock returns the mutex's wait_lock.
+	WaitLock() *spinlock.Lock
+	// OwnerTask reads the owner word without a lock (__mutex_owner).
+	OwnerTask() *Task
+	// ID is the mutex's index in the machine.
+	ID() int
+	String() string
+}
+
+// SchedEntity is the class state of a task (sched_entity / sched_rt_entity).
+// Protected by the rq lock of task_cpu(p).
+type SchedEntity struct {
+	Policy     Policy
+	Prio       int   // effective kernel prio: 0..99 RT (lower is higher), 100..139 fair
+	Nice       int   // -20..19, fair only
+	RTPriority int   // 1..99, RT only
+	Weight     int64 // load weight, fair only
+
+	Vruntime int64  // fair virtual runtime
+	Vlag     int64  // vruntime - min_vruntime saved at dequeue, applied at enqueue
+	Slice    int64  // runtime left in this slice (fair: slice; RR: time slice)
+	QueueSeq uint64 // enqueue order within the class queue (FIFO order)
+	Queued   bool   // in a class queue (mirrors on_rq for the class's bookkeeping)
+	QueueCPU int    // whose class queue
+
+	ExecStart      int64 // rq clock when it last started executing or being charged
+	SumExecRuntime int64 // time spent executing (charged to the execution context)
+	DonatedRuntime int64 // class time charged while another task executed for it (proxy)
+	PrevSumExec    int64 // SumExecRuntime at the start of the current slice
+}
+
+// Task is struct task_struct.
+type Task struct {
+	ID    int    // 1-based; 0 means "no task" in mutex owner words
+	Name  string // comm
+	Group int    // index of its task group in the workload
+	Idle  bool   // the per-CPU idle task
+
+	// Accessed without lock (READ_ONCE/WRITE_ONCE in the kernel).
+	state atomic.Int32 // __state: set by the task itself, or by ttwu under PiLock
+	onRQ  atomic.Int32 // on_rq: written under the rq lock of task_cpu
+	onCPU atomic.Int32 // on_cpu: 1 from switch-in until switch-out has finished
+	cpu   atomic.Int32 // task_cpu: written under the rq lock (and PiLock on wake)
+
+	// PiLock serialises wakeups of this task.
+	PiLock spinlock.Lock
+	// WakeCPU is the home CPU for wakeups and return migration. Guarded
+	// like task_cpu: PiLock while the task is off every runqueue (ttwu),
+	// the rq lock while it is queued (set_task_cpu in a migration).
+	// Proxy migration moves cpu but keeps WakeCPU.
+	WakeCPU int
+	// CPUsMask is the affinity of the execution context. Written with
+	// PiLock and the rq lock held; read under either.
+	CPUsMask       Mask
+	NrCPUsAllowed  int
+	MigrationReady bool // protected by the rq lock: affinity moved away from a running task; move it when it switches out
+
+	// SE is protected by the rq lock of task_cpu(p).
+	SE SchedEntity
+
+	// BlockedLock guards the proxy-execution fields below.
+	BlockedLock    spinlock.Lock
+	blockedOn      Lock    // protected by BlockedLock (and the mutex's wait_lock for writes)
+	blockedOnState BOState // protected by BlockedLock
+	blockedDonor   *Task   // protected by BlockedLock: who donates to us right now
+	// BOSince is the clock of the CPU that last set BO_WAKING. Protected
+	// by BlockedLock.
+	BOSince int64
+	// BlockedHead lists the donors parked on this task while it sleeps
+	// holding a lock (proxy_enqueue_on_owner). Protected by this task's
+	// BlockedLock.
+	BlockedHead []*Task
+	// SleepingOwner is the owner on whose BlockedHead this task is parked,
+	// or nil. Written under that owner's BlockedLock; read without lock by
+	// the waker of this task to find the list to lock.
+	SleepingOwner atomic.Pointer[Task]
+	// OnActivationList: this task is on an activate_blocked_waiters work
+	// list. Protected by BlockedLock.
+	OnActivationList bool
+
+	// WakeEntry links the task on a CPU's wake list (llist). Written by the
+	// waker holding PiLock, consumed by the target CPU.
+	WakeEntry atomic.Pointer[Task]
+	// WakeTime is the waker's clock at the last full wakeup. Written under
+	// PiLock while off-queue; read by the CPU that switches the task in.
+	WakeTime int64
+
+	// CompLock guards CompDone: a struct completion's wait.lock and done
+	// counter (wait_for_completion / complete), used by the wait and wake
+	// instructions so that a wake before the wait is not lost.
+	CompLock spinlock.Lock
+	CompDone int
+
+	// Exec is the task's own execution state: touched only by the CPU that
+	// runs the task.
+	Exec ExecState
+
+	// Stats is written only by the CPU running the task (or its waker,
+	// under PiLock); read after the run stops.
+	Stats TaskStats
+}
+
+// TaskStats holds per-task latency statistics.
+type TaskStats struct {
+	MutexWait   stats.Hist // time from the first failed try to acquisition
+	WakeLatency stats.Hist // time from a full wakeup to first running
+	Acquires    uint64
+	Contended   uint64
+	Wakeups     uint64
+	Switches    uint64
+}
+
+// ExecState is the program counter and friends of a task's program.
+type ExecState struct {
+	Prog      *Program
+	PC        int
+	Loops     []int // per-op loop counters
+	Left      int64 // compute time left in the current op
+	Phase     int   // sub-step of a multi-step op (mutex slow path)
+	WaitStart int64 // when the current mutex wait began
+	Held      []int // mutexes held, innermost last
+	Rand      *rand.Rand
+	Exited    bool
+	TimerCPU  int    // CPU whose timer list holds our sleep timer, -1 if none
+	TimerID   uint64 // that timer's id
+}
+
+// New returns a task with the given id and name, fair at nice 0, allowed
+// on all of ncpu CPUs, and placed on cpu.
+func New(id int, name string, ncpu, cpu int) *Task {
+	p := &Task{ID: id, Name: name}
+	p.PiLock.Init(spinlock.ClassPiLock, id)
+	p.BlockedLock.Init(spinlock.ClassBlockedLock, id)
+	p.CompLock.Init(spinlock.ClassOther, id)
+	p.CPUsMask = MaskAll(ncpu)
+	p.NrCPUsAllowed = ncpu
+	p.SetNice(0)
+	p.cpu.Store(int32(cpu))
+	p.WakeCPU = cpu
+	p.SE.QueueCPU = -1
+	p.Exec.TimerCPU = -1
+	return p
+}
+
+// SetNice makes the task fair at the given nice value. The caller holds
+// the rq lock or owns the task before it is visible to the machine.
+func (p *Task) SetNice(nice int) {
+	p.SE.Policy = Normal
+	p.SE.Nice = nice
+	p.SE.Prio = DefaultPrio + nice
+	p.SE.Weight = NiceWeight(nice)
+	p.SE.RTPriority = 0
+}
+
+// SetRT makes the task real-time with rtprio 1..99.
+func (p *Task) SetRT(policy Policy, rtprio int) {
+	p.SE.Policy = policy
+	p.SE.RTPriority = rtprio
+	p.SE.Prio = MaxRTPrio - 1 - rtprio
+	p.SE.Weight = NiceWeight(0)
+}
+
+func (p *Task) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%s/%d", p.Name, p.ID)
+}
+
+// State returns __state (READ_ONCE).
+func (p *Task) State() State { return State(p.state.Load()) }
+
+// SetState sets __state (WRITE_ONCE / set_current_state).
+func (p *Task) SetState(s State) { p.state.Store(int32(s)) }
+
+// OnRQ returns on_rq (READ_ONCE).
+func (p *Task) OnRQ() int32 { return p.onRQ.Load() }
+
+// SetOnRQ sets on_rq; the caller holds the rq lock of task_cpu(p).
+func (p *Task) SetOnRQ(v int32) { p.onRQ.Store(v) }
+
+// Queued is task_on_rq_queued.
+func (p *Task) Queued() bool { return p.onRQ.Load() == OnRQQueued }
+
+// Migrating is task_on_rq_migrating.
+func (p *Task) Migrating() bool { return p.onRQ.Load() == OnRQMigrating }
+
+// OnCPU returns on_cpu (smp_load_acquire).
+func (p *Task) OnCPU() bool { return p.onCPU.Load() != 0 }
+
+// SetOnCPU sets on_cpu (smp_store_release when clearing).
+func (p *Task) SetOnCPU(on bool) {
+	v := int32(0)
+	if on {
+		v = 1
+	}
+	p.onCPU.Store(v)
+}
+
+// CPU is task_cpu(p).
+func (p *Task) CPU() int { return int(p.cpu.Load()) }
+
+// SetCPU is __set_task_cpu without the wake_cpu update. The caller holds
+// the locks that pin the task (rq lock while MIGRATING, or PiLock while
+// WAKING).
+func (p *Task) SetCPU(cpu int) { p.cpu.Store(int32(cpu)) }
+
+// RT reports whether the task's effective policy is real-time. Caller
+// holds the rq lock (or owns the task).
+func (p *Task) RT() bool { return p.SE.Policy.RT() }
+
+// BlockedOn returns blocked_on; p.BlockedLock must be held by c.
+func (p *Task) BlockedOn(c *spinlock.CPU) Lock {
+	p.BlockedLock.AssertHeld(c)
+	return p.blockedOn
+}
+
+// BlockedOnState returns blocked_on_state; p.BlockedLock must be held.
+func (p *Task) BlockedOnState(c *spinlock.CPU) BOState {
+	p.BlockedLock.AssertHeld(c)
+	return p.blockedOnState
+}
+
+// SetBlockedOn sets blocked_on and blocked_on_state together (the mutex
+// slow path, acquisition and failure). BlockedLock must be held.
+func (p *Task) SetBlockedOn(c *spinlock.CPU, m Lock, s BOState) {
+	p.BlockedLock.AssertHeld(c)
+	p.blockedOn = m
+	p.blockedOnState = s
+}
+
+// SetBlockedOnState changes blocked_on_state only. BlockedLock must be
+// held. The transition rules of section 3a are enforced by the callers;
+// check.BOTransition validates them.
+func (p *Task) SetBlockedOnState(c *spinlock.CPU, s BOState) {
+	p.BlockedLock.AssertHeld(c)
+	p.blockedOnState = s
+}
+
+// BlockedDonor returns blocked_donor; BlockedLock must be held.
+func (p *Task) BlockedDonor(c *spinlock.CPU) *Task {
+	p.BlockedLock.AssertHeld(c)
+	return p.blockedDonor
+}
+
+// SetBlockedDonor sets blocked_donor; BlockedLock must be held.
+func (p *Task) SetBlockedDonor(c *spinlock.CPU, d *Task) {
+	p.BlockedLock.AssertHeld(c)
+	p.blockedDonor = d
+}
+
+// Peek returns the blocked fields without asserting a lock: only for
+// stop-the-world audits and reports, when every CPU is parked.
+func (p *Task) Peek() (m Lock, s BOState, donor *Task) {
+	return p.blockedOn, p.blockedOnState, p.blockedDonor
+}

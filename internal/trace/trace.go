@@ -1,0 +1,214 @@
+package trace
+
+import (
+	"fmt"
+	"sort"
+	"sync/atomic"
+)
+
+// Kind is an event type.
+type Kind uint8
+
+// Event kinds. Arg meanings are listed per kind.
+const (
+	EvSwitch       Kind = iota // Task=next, A=prev, B=donor
+	EvWake                     // Task=wakee, A=target cpu, B=1 if via wake list
+	EvWakeRunnable             // Task=wakee (ttwu_runnable: still queued)
+	EvMigrate                  // Task, A=from, B=to, C=reason (MigrateReason)
+	EvLock                     // Task, A=mutex
+	EvContend                  // Task, A=mutex, B=owner
+	EvUnlock                   // Task, A=mutex, B=next owner (0: none)
+	EvHandoff                  // Task=new owner, A=mutex, B=1 if donor hand-off
+	EvBlock                    // Task, A=state
+	EvDonorKeep                // Task kept queued as a donor, A=mutex
+	EvProxyPick                // Task=owner run, A=donor, B=chain length
+	EvReschedIdle              // A=donor
+	EvParkOnOwner              // Task=parked waiter, A=owner
+	EvActivate                 // Task=activated waiter, A=owner
+	EvBOState                  // Task, A=old, B=new
+	EvIPI                      // Task unused, A=target cpu, B=kind
+	EvTick                     // Task=curr, A=donor
+	EvPreempt                  // Task=curr, A=by
+	EvSleep                    // Task, A=until
+	EvExit                     // Task
+	EvViolation                // A=invariant number
+	EvAffinity                 // Task, A=first cpu of new mask
+	EvSetPrio                  // Task, A=prio
+	EvLoadBalance              // Task moved, A=from, B=to
+	NumKinds
+)
+
+var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
+	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "bo_state", "ipi", "tick",
+	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance"}
+
+func (k Kind) String() string {
+	if k < NumKinds {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// MigrateReason says why a task moved (EvMigrate's C).
+type MigrateReason int32
+
+const (
+	ReasonLoadBalance MigrateReason = iota
+	ReasonProxy
+	ReasonChain
+	ReasonReturn
+	ReasonForceReturn
+	ReasonActivation
+	ReasonAffinity
+	ReasonWake
+	NumReasons
+)
+
+var reasonNames = [NumReasons]string{"load_balance", "proxy", "chain", "return", "force_return", "activation", "affinity", "wake"}
+
+func (r MigrateReason) String() string {
+	if r >= 0 && r < NumReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", int32(r))
+}
+
+// Event is one flight-recorder entry.
+type Event struct {
+	Seq  uint64
+	Time int64 // virtual ns on the recording CPU
+	CPU  int32
+	Kind Kind
+	Task int32
+	A, B int32
+	C    int32
+}
+
+// Log is the machine-wide part of the recorder: the sequence counter.
+type Log struct {
+	seq   atomic.Uint64
+	Rings []*Ring
+}
+
+// NewLog makes a log with one ring of size events per CPU.
+func NewLog(ncpu, size int) *Log {
+	if size < 16 {
+		size = 16
+	}
+	// round up to a power of two
+	n := 16
+	for n < size {
+		n <<= 1
+	}
+	l := &Log{Rings: make([]*Ring, ncpu)}
+	for i := range l.Rings {
+		l.Rings[i] = &Ring{log: l, cpu: int32(i), ev: make([]Event, n), mask: uint64(n - 1)}
+	}
+	return l
+}
+
+// Seq returns the number of events recorded so far.
+func (l *Log) Seq() uint64 { return l.seq.Load() }
+
+// Ring is one CPU's ring. Owned by that CPU's goroutine.
+type Ring struct {
+	log  *Log
+	cpu  int32
+	ev   []Event
+	mask uint64
+	n    uint64 // events written
+	// Hook, if set, sees every event as it is recorded (determinism
+	// hashing, live streaming). Called on the recording CPU.
+	Hook func(*Event)
+}
+
+// Emit records an event.
+func (r *Ring) Emit(now int64, k Kind, task, a, b, c int32) {
+	e := &r.ev[r.n&r.mask]
+	e.Seq = r.log.seq.Add(1)
+	e.Time = now
+	e.CPU = r.cpu
+	e.Kind = k
+	e.Task = task
+	e.A, e.B, e.C = a, b, c
+	r.n++
+	if r.Hook != nil {
+		r.Hook(e)
+	}
+}
+
+// Len returns the number of events the ring holds.
+func (r *Ring) Len() int {
+	if r.n < uint64(len(r.ev)) {
+		return int(r.n)
+	}
+	return len(r.ev)
+}
+
+// Events returns the ring's events, oldest first.
+func (r *Ring) Events() []Event {
+	n := r.Len()
+	out := make([]Event, 0, n)
+	for i := r.n - uint64(n); i < r.n; i++ {
+		out = append(out, r.ev[i&r.mask])
+	}
+	return out
+}
+
+// Merged returns the last `last` events of all CPUs in global order
+// (all if last <= 0). Only call with the machine stopped.
+func (l *Log) Merged(last int) []Event {
+	var all []Event
+	for _, r := range l.Rings {
+		all = append(all, r.Events()...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq })
+	// Rings wrap at different points: drop the prefix before the newest
+	// "oldest event" so the merged view has no holes.
+	var cut uint64
+	for _, r := range l.Rings {
+		if r.n > uint64(len(r.ev)) {
+			if first := r.ev[(r.n-uint64(len(r.ev)))&r.mask].Seq; first > cut {
+				cut = first
+			}
+		}
+	}
+	i := sort.Search(len(all), func(i int) bool { return all[i].Seq >= cut })
+	all = all[i:]
+	if last > 0 && len(all) > last {
+		all = all[len(all)-last:]
+	}
+	return all
+}
+
+// Format renders an event in one line, naming tasks with name(id).
+func (e Event) Format(name func(int32) string) string {
+	t := name(e.Task)
+	switch e.Kind {
+	case EvSwitch:
+		return fmt.Sprintf("#%d t=%d cpu%d switch %s -> %s (donor %s)", e.Seq, e.Time, e.CPU, name(e.A), t, name(e.B))
+	case EvMigrate:
+		return fmt.Sprintf("#%d t=%d cpu%d migrate %s cpu%d -> cpu%d (%s)", e.Seq, e.Time, e.CPU, t, e.A, e.B, MigrateReason(e.C))
+	case EvProxyPick:
+		return fmt.Sprintf("#%d t=%d cpu%d proxy_pick run %s for donor %s (chain %d)", e.Seq, e.Time, e.CPU, t, name(e.A), e.B)
+	case EvContend:
+		return fmt.Sprintf("#%d t=%d cpu%d contend %s on m%d owned by %s", e.Seq, e.Time, e.CPU, t, e.A, name(e.B))
+	case EvBOState:
+		return fmt.Sprintf("#%d t=%d cpu%d bo_state %s %s -> %s", e.Seq, e.Time, e.CPU, t, boName(e.A), boName(e.B))
+	case EvParkOnOwner, EvActivate:
+		return fmt.Sprintf("#%d t=%d cpu%d %s %s owner %s", e.Seq, e.Time, e.CPU, e.Kind, t, name(e.A))
+	}
+	return fmt.Sprintf("#%d t=%d cpu%d %s %s a=%d b=%d", e.Seq, e.Time, e.CPU, e.Kind, t, e.A, e.B)
+}
+
+func boName(v int32) string {
+	switch v {
+	case 0:
+		return "BO_RUNNABLE"
+	case 1:
+		return "BO_BLOCKED"
+	case 2:
+		return "BO_WAKING"
+	}
+	return fmt.Sprint(v)
+}
