@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/proxysim/proxysim/internal/stats"
@@ -45,6 +46,14 @@ func TestSmoke(t *testing.T) {
 	m.Run()
 	for _, v := range m.Rep.Violations() {
 		t.Errorf("violation: %v", v)
+		if !m.Stuck {
+			for _, e := range m.Log.Merged(0) {
+				if int(e.Task) == v.Task || int(e.A) == v.Task {
+					t.Log(e.Format(func(i int32) string { return fmt.Sprint(i) }))
+				}
+			}
+		}
+		break
 	}
 	t.Logf("stop=%q switches=%d wakeups=%d fpt=%d migr=%d park=%d act=%d ret=%d", m.StopReason(),
 		stats.Sum(m.Stats, stats.ContextSwitches), stats.Sum(m.Stats, stats.Wakeups), stats.Sum(m.Stats, stats.FindProxyTaskCalls),

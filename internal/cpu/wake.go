@@ -23,20 +23,52 @@ func boWaking(c *percpu.Ctx, p *task.Task) bool {
 	return w
 }
 
-// setRunnable moves a mutex-blocked p to BO_RUNNABLE where ttwu may do so:
-// when p is current, or after TASK_WAKING (p is off every runqueue and
-// select_task_rq will honour its mask).
-func setRunnable(c *percpu.Ctx, p *task.Task) {
+// markWakingLocked: a real wakeup of a mutex-blocked task (its state
+// matched) ends its blocked status: BO_BLOCKED becomes BO_WAKING, so that
+// the return check and the WAKING -> RUNNABLE rules of the unlock hand-off
+// apply to it as well; a woken waiter retries the lock and re-arms
+// BO_BLOCKED if it fails. p.BlockedLock is held.
+//
+// Together with setting __state under the same blocked_lock (here and in
+// the mutex wait loop) this keeps Peter Zijlstra's rule (v27: TASK_RUNNING
+// implies the task is not blocked on a mutex) in the tri-state model: a
+// delayed wake_q wakeup of a waiter that has already re-armed would
+// otherwise leave it RUNNING and BO_BLOCKED.
+func markWakingLocked(c *percpu.Ctx, p *task.Task) {
+	if p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOBlocked {
+		p.SetBlockedOnState(c.CPU, task.BOWaking)
+		p.BOSince = c.Now
+		c.Emit(trace.EvBOState, int32(p.ID), int32(task.BOBlocked), int32(task.BOWaking), 0)
+	}
+}
+
+func markWaking(c *percpu.Ctx, p *task.Task) {
 	if !c.Proxy {
 		return
 	}
 	p.BlockedLock.Lock(c.CPU)
+	markWakingLocked(c, p)
+	p.BlockedLock.Unlock(c.CPU)
+}
+
+// setRunnableLocked moves a mutex-blocked p to BO_RUNNABLE where ttwu may
+// do so: when p is current, or after TASK_WAKING (p is off every runqueue
+// and select_task_rq will honour its mask). p.BlockedLock is held.
+func setRunnableLocked(c *percpu.Ctx, p *task.Task) {
 	if p.BlockedOn(c.CPU) != nil {
 		if s := p.BlockedOnState(c.CPU); s != task.BORunnable {
 			p.SetBlockedOnState(c.CPU, task.BORunnable)
 			c.Emit(trace.EvBOState, int32(p.ID), int32(s), int32(task.BORunnable), 0)
 		}
 	}
+}
+
+func setRunnable(c *percpu.Ctx, p *task.Task) {
+	if !c.Proxy {
+		return
+	}
+	p.BlockedLock.Lock(c.CPU)
+	setRunnableLocked(c, p)
 	p.BlockedLock.Unlock(c.CPU)
 }
 
@@ -51,8 +83,13 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 		if !p.State().Matches(mask) {
 			return false
 		}
-		setRunnable(c, p)
+		p.BlockedLock.Lock(c.CPU)
+		if c.Proxy {
+			markWakingLocked(c, p)
+			setRunnableLocked(c, p)
+		}
 		p.SetState(task.Running)
+		p.BlockedLock.Unlock(c.CPU)
 		c.Inc(stats.Wakeups)
 		return true
 	}
@@ -67,6 +104,7 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 	}
 	c.Inc(stats.Wakeups)
 	p.Stats.Wakeups++
+	markWaking(c, p)
 	if p.OnRQ() != task.OnRQNone && m.ttwuRunnable(c, p) {
 		p.PiLock.Unlock(c.CPU)
 		c.Inc(stats.WakeupsRunnable)
@@ -143,12 +181,19 @@ func (m *Machine) ttwuRunnable(c *percpu.Ctx, p *task.Task) bool {
 	if !p.Queued() {
 		return false
 	}
+	// __state is set under blocked_lock so that it and blocked_on_state
+	// change together with respect to the mutex wait loop.
+	p.BlockedLock.Lock(c.CPU)
+	defer p.BlockedLock.Unlock(c.CPU)
 	if c.Proxy {
 		if c.Bug(bugs.RunnableWithoutReturn) {
-			// Bug 7: BO_RUNNABLE without the return check.
-			setRunnable(c, p)
-		} else if proxy.NeedsReturn(c, r, p) {
-			return false
+			// Bug 7 (before v9/v14): BO_RUNNABLE without the return check.
+			setRunnableLocked(c, p)
+		} else {
+			markWakingLocked(c, p)
+			if proxy.NeedsReturn(c, r, p) {
+				return false
+			}
 		}
 	}
 	if !p.OnCPU() {

@@ -126,8 +126,8 @@ func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task) bool {
 	m.setFlag(FlagWaiters)
 	p.BlockedLock.Lock(c.CPU)
 	p.SetBlockedOn(c.CPU, m, task.BOBlocked)
+	p.SetState(task.Uninterruptible) // set_current_state, under blocked_lock (see cpu.markWakingLocked)
 	p.BlockedLock.Unlock(c.CPU)
-	p.SetState(task.Uninterruptible)
 	p.Exec.WaitStart = c.Now
 	p.Stats.Contended++
 	c.Inc(stats.MutexContentions)
@@ -154,8 +154,8 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
 			m.clearFlag(FlagWaiters)
 		}
 		p.SetBlockedOn(c.CPU, nil, task.BORunnable)
-		p.BlockedLock.Unlock(c.CPU)
 		p.SetState(task.Running)
+		p.BlockedLock.Unlock(c.CPU)
 		m.waitLock.Unlock(c.CPU)
 		m.acquired(c, p, true)
 		return true
@@ -167,8 +167,8 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
 	if old != task.BOBlocked {
 		c.Emit(trace.EvBOState, int32(p.ID), int32(old), int32(task.BOBlocked), 0)
 	}
-	p.BlockedLock.Unlock(c.CPU)
 	p.SetState(task.Uninterruptible)
+	p.BlockedLock.Unlock(c.CPU)
 	m.waitLock.Unlock(c.CPU)
 	return false
 }

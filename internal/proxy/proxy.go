@@ -417,14 +417,14 @@ func ForceReturn(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task) {
 }
 
 // NeedsReturn is proxy_needs_return(), called by ttwu_runnable with p's
-// pi_lock and rq lock held: a queued p found BO_WAKING that sits away from
-// its home CPU is dequeued (MIGRATING, not a sleep) so that the caller
-// continues into the full wakeup, which places it on an allowed CPU. In
-// every case the BO_WAKING task becomes BO_RUNNABLE.
+// pi_lock, rq lock and blocked_lock held: a queued p found BO_WAKING that
+// sits away from its home CPU is dequeued (MIGRATING, not a sleep) so that
+// the caller continues into the full wakeup, which places it on an allowed
+// CPU. In every case the BO_WAKING task becomes BO_RUNNABLE.
 func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 	r.Lock.AssertHeld(c.CPU)
+	p.BlockedLock.AssertHeld(c.CPU)
 	ret := false
-	p.BlockedLock.Lock(c.CPU)
 	if p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOWaking {
 		if p != r.Curr() && p.WakeCPU != r.CPU {
 			if p == r.Donor(c) {
@@ -439,7 +439,6 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 		emitBO(c, p, task.BOWaking, task.BORunnable)
 		r.ReschedCurr(c)
 	}
-	p.BlockedLock.Unlock(c.CPU)
 	return ret
 }
 
@@ -550,8 +549,9 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 
 // doActivateBlockedWaiter is do_activate_blocked_waiter(): under w's
 // pi_lock, put a parked waiter on target's runqueue, unless it has been
-// woken (WAKING: ttwu owns it), is already queued, or is still on_cpu
-// somewhere (v18: it was woken, ran, blocked again and is switching out).
+// woken (WAKING: ttwu owns it), is already queued, is still on_cpu
+// somewhere (v18: it was woken, ran, blocked again and is switching out),
+// or has been parked again on some list since its batch was detached.
 func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, w *task.Task) {
 	w.PiLock.Lock(c.CPU)
 	defer w.PiLock.Unlock(c.CPU)
@@ -559,6 +559,12 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, w *task.Ta
 	blocked := w.BlockedOn(c.CPU) != nil && w.BlockedOnState(c.CPU) != task.BORunnable
 	w.BlockedLock.Unlock(c.CPU)
 	if !blocked || w.State() == task.Waking || w.State() == task.Running || w.OnRQ() != task.OnRQNone {
+		return
+	}
+	if w.SleepingOwner.Load() != nil {
+		// Parked again since it was detached from this batch (it was woken,
+		// ran, blocked and parked): the list it is on now owns it. Stable
+		// here: parking needs w queued, and w's pi_lock keeps it off-queue.
 		return
 	}
 	if w.OnCPU() && !c.Bug(bugs.LateActivationOnCPU) {
