@@ -38,6 +38,9 @@ type CPU struct {
 	ipi atomic.Uint32
 	// kick wakes this CPU's goroutine when it is parked.
 	kick chan struct{}
+	// ipiTime is the latest clock of a CPU that sent this one an IPI: a
+	// parked idle CPU woken by it continues from there.
+	ipiTime atomic.Int64
 
 	// timerLock guards timers and timerID (the hrtimer base lock). Timers
 	// are armed by this CPU and cancelled by whichever CPU runs the task
@@ -69,6 +72,14 @@ func (cp *CPU) pending() bool {
 // sendIPI posts an IPI of the given kind to CPU target from CPU c.
 func (m *Machine) sendIPI(c *percpu.Ctx, target int, kind uint32) {
 	t := m.cpus[target]
+	if c != nil {
+		for {
+			old := t.ipiTime.Load()
+			if c.Now <= old || t.ipiTime.CompareAndSwap(old, c.Now) {
+				break
+			}
+		}
+	}
 	t.ipi.Or(kind)
 	if c != nil {
 		c.Inc(stats.IPIs)
@@ -107,49 +118,63 @@ func (cp *CPU) run() {
 			cp.m.Stop("panic on cpu " + fmt.Sprint(cp.id))
 		}
 	}()
-	m, c, r := cp.m, cp.c, cp.rq
+	m := cp.m
 	for {
 		if m.stopping.Load() {
 			return
 		}
-		if cp.pending() {
-			cp.handleIPIs()
-		}
-		cp.fireTimers()
-		curr := r.Curr()
-		if curr != r.Idle && c.Now >= cp.nextTick {
-			cp.tick()
-		}
-		if r.NeedResched() {
-			cp.schedule(true)
-			continue
-		}
-		horizon := m.bar.horizon.Load()
-		if curr == r.Idle {
-			// NOHZ idle: jump to the next timer, or park until the epoch
-			// ends or an IPI arrives.
-			if next := cp.nextTimer(); next <= horizon {
-				if next > c.Now {
-					cp.advance(next - c.Now)
+		h := m.bar.horizon.Load()
+		if cp.iterate(h) {
+			if !m.bar.arrive(cp) {
+				return
+			}
+			if cp.rq.Curr() == cp.rq.Idle {
+				// An idle CPU's clock catches up with the epoch it slept
+				// through, or with the CPU that interrupted it.
+				to := h
+				if m.bar.horizon.Load() == h {
+					to = cp.ipiTime.Load()
 				}
-				continue
-			}
-			if horizon > c.Now {
-				cp.advance(horizon - c.Now)
-			}
-			if !m.bar.arrive(cp) {
-				return
-			}
-			cp.resyncTick()
-			continue
-		}
-		cp.step(curr)
-		if c.Now >= horizon {
-			if !m.bar.arrive(cp) {
-				return
+				if to > cp.c.Now {
+					cp.advance(to - cp.c.Now)
+				}
+				cp.resyncTick()
 			}
 		}
 	}
+}
+
+// iterate is one turn of the CPU loop: take interrupts (IPIs, timers, the
+// tick), reschedule if asked to, then run one step of the current task.
+// It returns true when the CPU has reached horizon (or is idle with
+// nothing due before it) and should wait at the barrier.
+func (cp *CPU) iterate(horizon int64) bool {
+	c, r := cp.c, cp.rq
+	if cp.pending() {
+		cp.handleIPIs()
+	}
+	cp.fireTimers()
+	curr := r.Curr()
+	if curr != r.Idle && c.Now >= cp.nextTick {
+		cp.tick()
+	}
+	if r.NeedResched() {
+		cp.schedule(true)
+		return false
+	}
+	if curr == r.Idle {
+		// NOHZ idle: jump to the next timer, or park until the epoch
+		// ends or an IPI arrives.
+		if next := cp.nextTimer(); next <= horizon {
+			if next > c.Now {
+				cp.advance(next - c.Now)
+			}
+			return false
+		}
+		return true
+	}
+	cp.step(curr)
+	return c.Now >= horizon
 }
 
 // resyncTick moves the next tick after an idle period (NOHZ).
@@ -163,6 +188,12 @@ func (cp *CPU) resyncTick() {
 // handleIPIs takes the pending interrupts.
 func (cp *CPU) handleIPIs() {
 	kinds := cp.ipi.Swap(0)
+	if cp.rq.Curr() == cp.rq.Idle {
+		// Idle until interrupted: the clock moves to the sender's.
+		if t := cp.ipiTime.Load(); t > cp.c.Now {
+			cp.advance(t - cp.c.Now)
+		}
+	}
 	if kinds&ipiWakeList != 0 || cp.wakeList.Load() != nil {
 		cp.ttwuPending()
 	}

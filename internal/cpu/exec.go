@@ -107,7 +107,7 @@ func (cp *CPU) step(p *task.Task) {
 			ex.TimerID = cp.armTimer(p, c.Now+d)
 			p.SetState(task.Interruptible)
 			ex.Phase = 1
-			c.Emit(trace.EvSleep, int32(p.ID), int32(d/1000), 0, 0)
+			c.Emit(trace.EvSleep, int32(p.ID), int32(min(d/1000, 1<<31-1)), 0, 0)
 			cp.schedule(false)
 			return
 		}
@@ -173,8 +173,21 @@ func (cp *CPU) step(p *task.Task) {
 			t = m.Task(op.Target)
 		}
 		ex.PC++
+		mask := op.Mask
+		switch {
+		case op.Count > 0:
+			// a random window of Count CPUs (stress: shuffle masks)
+			n := len(m.cpus)
+			start := ex.Rand.IntN(n)
+			mask = task.Mask{}
+			for i := 0; i < op.Count && i < n; i++ {
+				mask.Set((start + i) % n)
+			}
+		case op.Count < 0:
+			mask = task.MaskAll(len(m.cpus))
+		}
 		if t != nil {
-			m.setCPUsAllowed(c, t, op.Mask)
+			m.setCPUsAllowed(c, t, mask)
 		}
 
 	case task.OpSetPrio:

@@ -133,7 +133,11 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 	}
 	cpu := m.selectTaskRQ(c, p)
 	if cpu != p.CPU() {
-		rq.SetTaskCPU(c, p, cpu, false, trace.ReasonWake)
+		why := trace.ReasonWake
+		if p.Migrating() {
+			why = trace.ReasonReturn // dequeued by proxy_needs_return
+		}
+		rq.SetTaskCPU(c, p, cpu, false, why)
 	} else if cpu != p.WakeCPU {
 		p.WakeCPU = cpu
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/trace"
 )
@@ -514,6 +515,8 @@ func SetTaskCPU(c *percpu.Ctx, p *task.Task, cpu int, keepWakeCPU bool, reason t
 	if !keepWakeCPU {
 		p.WakeCPU = cpu
 	}
+	c.Inc(stats.Migrations)
+	c.Stats.MigrateBy[reason].Add(1)
 	c.Emit(trace.EvMigrate, int32(p.ID), int32(from), int32(cpu), int32(reason))
 }
 

@@ -44,6 +44,7 @@ const (
 	Audits
 	Exits
 	JitterInjected
+	Migrations // every change of task_cpu (se.nr_migrations)
 	NumCounters
 )
 
@@ -56,7 +57,7 @@ var CounterNames = [NumCounters]string{
 	"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs",
 	"find_proxy_task_calls", "find_proxy_task_retries", "find_proxy_task_spins", "proxy_resched_idle",
 	"proxy_deactivations", "lock_juggling_retries", "on_cpu_waits", "rt_pushes", "rt_pulls", "audits",
-	"exits", "jitter_injected",
+	"exits", "jitter_injected", "migrations",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
@@ -81,7 +82,12 @@ type CPU struct {
 	HSum [NumCPUHists]atomic.Uint64
 	// SimTime is this CPU's virtual clock, published for scrapes.
 	SimTime atomic.Int64
+	// MigrateBy counts task_cpu changes by reason (trace.MigrateReason).
+	MigrateBy [MaxReasons]atomic.Uint64
 }
+
+// MaxReasons bounds the migration reasons CPU.MigrateBy can count.
+const MaxReasons = 16
 
 // Inc adds one to counter k.
 func (s *CPU) Inc(k Counter) { s.C[k].Add(1) }

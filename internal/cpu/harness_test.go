@@ -1,0 +1,379 @@
+package cpu
+
+// The scenario-test harness: a machine whose CPUs are driven one step at
+// a time from the test goroutine, so every interleaving is the one the
+// script writes down. Each CPU still takes its real locks; nothing runs
+// concurrently. Scripts live in testdata/*.txt (datadriven format; refresh
+// expected output with `go test ./internal/cpu -run TestScenarios -rewrite`
+// and review the diff).
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+type harness struct {
+	t       *testing.T
+	m       *Machine
+	mutexes map[string]int
+	tasks   map[string]*task.Task
+	lastSeq uint64
+	nviol   int
+}
+
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		h := &harness{t: t}
+		datadriven.RunTest(t, path, h.handle)
+	})
+}
+
+func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
+	defer func() {
+		if e := recover(); e != nil {
+			t.Fatalf("%s: panic: %v", d.Pos, e)
+		}
+	}()
+	switch d.Cmd {
+	case "machine":
+		return h.machine(t, d)
+	case "mutex":
+		for _, a := range d.CmdArgs {
+			h.mutexes[a.Key] = h.m.AddMutex(a.Key).ID()
+		}
+		return ""
+	case "task":
+		return h.task(t, d)
+	case "run":
+		cpu := h.intArg(t, d, "cpu", 0)
+		steps := h.intArg(t, d, "steps", 1)
+		cp := h.m.cpus[cpu]
+		for i := 0; i < steps; i++ {
+			if cp.iterate(math.MaxInt64 / 2) {
+				break // idle with nothing to do
+			}
+		}
+		return h.events()
+	case "wake":
+		p := h.taskArg(t, d, "task")
+		from := h.intArg(t, d, "from", 0)
+		ok := h.m.tryToWakeUp(h.m.cpus[from].c, p, task.WakeNormal)
+		return fmt.Sprintf("woken=%v\n", ok) + h.events()
+	case "affinity":
+		p := h.taskArg(t, d, "task")
+		from := h.intArg(t, d, "from", 0)
+		var list string
+		d.ScanArgs(t, "cpus", &list)
+		mask, err := task.ParseMask(list, h.m.NumCPUs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.m.setCPUsAllowed(h.m.cpus[from].c, p, mask)
+		return h.events()
+	case "clock":
+		cpu := h.intArg(t, d, "cpu", 0)
+		var at string
+		d.ScanArgs(t, "t", &at)
+		dur, err := time.ParseDuration(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := h.m.cpus[cpu]
+		cp.advance(int64(dur) - cp.c.Now)
+		cp.resyncTick()
+		return ""
+	case "state":
+		return h.state()
+	case "audit":
+		h.m.Audit()
+		return h.violations()
+	case "events":
+		return h.events()
+	}
+	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	return ""
+}
+
+func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
+	cfg := DefaultConfig()
+	cfg.CPUs = h.intArg(t, d, "cpus", 2)
+	cfg.Epoch = math.MaxInt64 / 4
+	cfg.SimTime = math.MaxInt64 / 4
+	cfg.RingSize = 1 << 14
+	cfg.Seed = 1
+	cfg.AuditEvery = 0
+	for _, a := range d.CmdArgs {
+		switch a.Key {
+		case "proxy":
+			cfg.Proxy = a.Vals[0] == "on"
+		case "sleeping-owners":
+			cfg.SleepingOwners = a.Vals[0] == "on"
+		case "bug":
+			s, err := bugs.Parse(a.Vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Bugs = s
+		}
+	}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m, h.mutexes, h.tasks, h.lastSeq = m, map[string]int{}, map[string]*task.Task{}, 0
+	return ""
+}
+
+func (h *harness) intArg(t *testing.T, d *datadriven.TestData, key string, def int) int {
+	if !d.HasArg(key) {
+		return def
+	}
+	var v int
+	d.ScanArgs(t, key, &v)
+	return v
+}
+
+func (h *harness) taskArg(t *testing.T, d *datadriven.TestData, key string) *task.Task {
+	var name string
+	d.ScanArgs(t, key, &name)
+	p, ok := h.tasks[name]
+	if !ok {
+		t.Fatalf("%s: unknown task %q", d.Pos, name)
+	}
+	return p
+}
+
+func (h *harness) task(t *testing.T, d *datadriven.TestData) string {
+	var name string
+	d.ScanArgs(t, "name", &name)
+	policy, prio := task.Normal, 0
+	if d.HasArg("policy") {
+		var s string
+		d.ScanArgs(t, "policy", &s)
+		switch s {
+		case "fifo":
+			policy = task.FIFO
+		case "rr":
+			policy = task.RR
+		}
+	}
+	prio = h.intArg(t, d, "prio", 0)
+	mask := task.MaskAll(h.m.NumCPUs())
+	if d.HasArg("cpus") {
+		var s string
+		d.ScanArgs(t, "cpus", &s)
+		var err error
+		if mask, err = task.ParseMask(s, h.m.NumCPUs()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	on := h.intArg(t, d, "on", mask.Next(0))
+	prog := h.program(t, d)
+	p, err := h.m.AddTask(TaskSpec{Name: name, Policy: policy, Prio: prio, Mask: mask, Prog: prog, CPU: on, Seed: uint64(len(h.tasks) + 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.tasks[name] = p
+	return h.events()
+}
+
+// program parses one instruction per line.
+func (h *harness) program(t *testing.T, d *datadriven.TestData) *task.Program {
+	pr := &task.Program{}
+	dur := func(s string) int64 {
+		x, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("%s: %v", d.Pos, err)
+		}
+		return int64(x)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		k, ok := task.ParseOpKind(f[0])
+		if !ok {
+			t.Fatalf("%s: unknown instruction %q", d.Pos, f[0])
+		}
+		op := task.Op{Kind: k}
+		switch k {
+		case task.OpCompute, task.OpSleep:
+			op.Min = dur(f[1])
+		case task.OpLock, task.OpUnlock:
+			op.Mutex = h.mutexes[f[1]]
+		case task.OpWake:
+			op.Target = h.tasks[f[1]].ID
+		case task.OpLoop:
+			op.Jump, _ = strconv.Atoi(f[1])
+		}
+		pr.Ops = append(pr.Ops, op)
+	}
+	if len(pr.Ops) == 0 {
+		pr.Ops = []task.Op{{Kind: task.OpCompute, Min: int64(time.Hour)}}
+	}
+	return pr
+}
+
+func (h *harness) name(id int32) string {
+	if id < 0 {
+		return "idle"
+	}
+	if id == 0 {
+		return "-"
+	}
+	if p := h.m.Task(int(id)); p != nil {
+		return p.Name
+	}
+	return fmt.Sprint(id)
+}
+
+// events prints what happened since the last call, ticks and IPIs
+// omitted, then any new violations.
+func (h *harness) events() string {
+	var b strings.Builder
+	for _, e := range h.m.Log.Merged(0) {
+		if e.Seq <= h.lastSeq {
+			continue
+		}
+		h.lastSeq = e.Seq
+		if e.Kind == trace.EvTick || e.Kind == trace.EvIPI {
+			continue
+		}
+		b.WriteString(h.format(e))
+		b.WriteByte('\n')
+	}
+	b.WriteString(h.violations())
+	return b.String()
+}
+
+func (h *harness) format(e trace.Event) string {
+	n := h.name
+	pre := fmt.Sprintf("cpu%d t=%v", e.CPU, time.Duration(e.Time))
+	switch e.Kind {
+	case trace.EvSwitch:
+		s := fmt.Sprintf("%s switch %s -> %s", pre, n(e.A), n(e.Task))
+		if e.B != e.Task {
+			s += fmt.Sprintf(" (donor %s)", n(e.B))
+		}
+		return s
+	case trace.EvMigrate:
+		return fmt.Sprintf("%s migrate %s cpu%d->cpu%d %s", pre, n(e.Task), e.A, e.B, trace.MigrateReason(e.C))
+	case trace.EvProxyPick:
+		return fmt.Sprintf("%s proxy: run %s for donor %s (chain %d)", pre, n(e.Task), n(e.A), e.B)
+	case trace.EvContend:
+		return fmt.Sprintf("%s %s blocks on %s (owner %s)", pre, n(e.Task), h.mutexName(e.A), n(e.B))
+	case trace.EvLock:
+		return fmt.Sprintf("%s %s takes %s", pre, n(e.Task), h.mutexName(e.A))
+	case trace.EvUnlock:
+		return fmt.Sprintf("%s %s releases %s (next %s)", pre, n(e.Task), h.mutexName(e.A), n(e.B))
+	case trace.EvHandoff:
+		kind := "handoff"
+		if e.B == 1 {
+			kind = "donor handoff"
+		}
+		return fmt.Sprintf("%s %s of %s to %s", pre, kind, h.mutexName(e.A), n(e.Task))
+	case trace.EvBOState:
+		return fmt.Sprintf("%s %s %s -> %s", pre, n(e.Task), task.BOState(e.A), task.BOState(e.B))
+	case trace.EvWake:
+		via := ""
+		if e.B == 1 {
+			via = " via wake list"
+		}
+		return fmt.Sprintf("%s wake %s on cpu%d%s", pre, n(e.Task), e.A, via)
+	case trace.EvWakeRunnable:
+		return fmt.Sprintf("%s wake %s (still queued on cpu%d)", pre, n(e.Task), e.A)
+	case trace.EvReschedIdle:
+		return fmt.Sprintf("%s resched idle (donor was %s)", pre, n(e.A))
+	case trace.EvParkOnOwner:
+		return fmt.Sprintf("%s park %s on sleeping owner %s", pre, n(e.Task), n(e.A))
+	case trace.EvActivate:
+		return fmt.Sprintf("%s activate %s on cpu%d", pre, n(e.Task), e.B)
+	case trace.EvDonorKeep:
+		return fmt.Sprintf("%s %s stays queued as donor", pre, n(e.Task))
+	case trace.EvBlock:
+		return fmt.Sprintf("%s %s sleeps (%s)", pre, n(e.Task), task.State(e.A))
+	case trace.EvSleep:
+		d := "long"
+		if e.A < 1<<31-1 {
+			d = (time.Duration(e.A) * time.Microsecond).String()
+		}
+		return fmt.Sprintf("%s %s sleep %s", pre, n(e.Task), d)
+	case trace.EvLoadBalance:
+		return fmt.Sprintf("%s load balance pulls %s cpu%d->cpu%d", pre, n(e.Task), e.A, e.B)
+	case trace.EvViolation:
+		return fmt.Sprintf("%s VIOLATION invariant %d (%s)", pre, e.A, check.Invariant(e.A).Name())
+	}
+	return fmt.Sprintf("%s %s %s", pre, e.Kind, n(e.Task))
+}
+
+func (h *harness) mutexName(id int32) string {
+	for k, v := range h.mutexes {
+		if v == int(id) {
+			return k
+		}
+	}
+	return fmt.Sprint(id)
+}
+
+func (h *harness) violations() string {
+	vs := h.m.Rep.Violations()
+	var b strings.Builder
+	for _, v := range vs[h.nviol:] {
+		fmt.Fprintf(&b, "violation: %s: %s\n", v.Name, v.Message)
+	}
+	h.nviol = len(vs)
+	return b.String()
+}
+
+// state dumps every CPU and every task.
+func (h *harness) state() string {
+	var b strings.Builder
+	m := h.m
+	for c := 0; c < m.NumCPUs(); c++ {
+		r := m.RQ(c)
+		var q []string
+		for _, p := range r.Tasks() {
+			q = append(q, p.Name)
+		}
+		sort.Strings(q)
+		fmt.Fprintf(&b, "cpu%d: curr=%s donor=%s queued=[%s] need_resched=%v\n", c, h.name(int32(r.Curr().ID)), h.name(int32(r.PeekDonor().ID)), strings.Join(q, " "), r.NeedResched())
+	}
+	names := make([]string, 0, len(h.tasks))
+	for n := range h.tasks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := h.tasks[n]
+		mx, bo, donor := p.Peek()
+		fmt.Fprintf(&b, "%s: %s on_rq=%d on_cpu=%v cpu=%d wake_cpu=%d", n, p.State(), p.OnRQ(), p.OnCPU(), p.CPU(), p.WakeCPU)
+		if mx != nil {
+			fmt.Fprintf(&b, " blocked_on=%s %s", h.mutexName(int32(mx.ID())), bo)
+		}
+		if donor != nil {
+			fmt.Fprintf(&b, " blocked_donor=%s", donor.Name)
+		}
+		if so := p.SleepingOwner.Load(); so != nil {
+			fmt.Fprintf(&b, " parked_on=%s", so.Name)
+		}
+		fmt.Fprintf(&b, " runtime=%v", time.Duration(p.SE.SumExecRuntime))
+		if p.SE.DonatedRuntime > 0 {
+			fmt.Fprintf(&b, " donated=%v", time.Duration(p.SE.DonatedRuntime))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,299 @@
+package workload
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/proxysim/proxysim/internal/task"
+)
+
+const (
+	us = int64(1000)
+	ms = 1000 * us
+)
+
+// Builder helpers: each returns one instruction.
+func compute(min, max int64) Op { return mk(task.Op{Kind: task.OpCompute, Min: min, Max: max}) }
+func sleep(min, max int64) Op   { return mk(task.Op{Kind: task.OpSleep, Min: min, Max: max}) }
+func lockSlot(s int) Op {
+	o := mk(task.Op{Kind: task.OpLock, Mutex: s})
+	o.MutexMode = MutexSlot
+	return o
+}
+func unlockSlot(s int) Op {
+	o := mk(task.Op{Kind: task.OpUnlock, Mutex: s})
+	o.MutexMode = MutexSlot
+	return o
+}
+func lockOwn() Op {
+	o := mk(task.Op{Kind: task.OpLock})
+	o.MutexMode = MutexByIndex
+	return o
+}
+func unlockOwn() Op {
+	o := mk(task.Op{Kind: task.OpUnlock})
+	o.MutexMode = MutexByIndex
+	return o
+}
+func choose(p float64, to int) Op { return mk(task.Op{Kind: task.OpChoose, Prob: p, Jump: to}) }
+func loop(to int) Op              { return mk(task.Op{Kind: task.OpLoop, Jump: to}) }
+func affinityWindow(n int) Op     { return mk(task.Op{Kind: task.OpAffinity, Count: n}) }
+func affinityAll() Op             { return mk(task.Op{Kind: task.OpAffinity, Count: -1}) }
+func setprio(pol task.Policy, prio int) Op {
+	return mk(task.Op{Kind: task.OpSetPrio, Policy: pol, Prio: prio})
+}
+func wake(group, offset int) Op {
+	o := mk(task.Op{Kind: task.OpWake})
+	o.TargetGroup, o.TargetIndex, o.TargetOffset = group, Self, offset
+	return o
+}
+func mk(o task.Op) Op { return Op{Op: o, TargetGroup: -1} }
+
+// Builtin returns a built-in workload for a machine of cpus CPUs and
+// about ntasks tasks (0: the workload's default).
+func Builtin(name string, cpus, ntasks int) (*Scenario, error) {
+	switch name {
+	case "mixed":
+		return mixed(cpus, ntasks), nil
+	case "locktorture":
+		return locktorture(cpus, ntasks), nil
+	case "pi":
+		return pi(cpus, ntasks), nil
+	case "stress":
+		return stress(cpus, ntasks), nil
+	}
+	return nil, fmt.Errorf("unknown workload %q (built-in: %s; or a scenario file)", name, joinNames())
+}
+
+// BuiltinNames lists the built-in workloads.
+func BuiltinNames() []string {
+	n := []string{"mixed", "locktorture", "pi", "stress"}
+	sort.Strings(n)
+	return n
+}
+
+func joinNames() string {
+	s := ""
+	for i, n := range BuiltinNames() {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}
+
+func mutexes(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("m%d", i)
+	}
+	return out
+}
+
+func atLeast(v, min int) int {
+	if v < min {
+		return min
+	}
+	return v
+}
+
+// mixed: fair and RT tasks, nested locking in a global order, sleeps while
+// holding and not holding locks, cross-task wakeups, affinity changes.
+func mixed(cpus, ntasks int) *Scenario {
+	if ntasks <= 0 {
+		ntasks = 2 * cpus
+	}
+	ntasks = atLeast(ntasks, 3)
+	nfair := atLeast(ntasks*55/100, 1)
+	nrt := atLeast(ntasks*15/100, 1)
+	npin := atLeast(ntasks-nfair-nrt, 1)
+	nm := atLeast(ntasks/6, 4)
+	return &Scenario{
+		Name:    "mixed",
+		Mutexes: mutexes(nm),
+		Groups: []Group{
+			{Name: "fair", Count: nfair, Policy: task.Normal, Slots: 2, Program: []Op{
+				/* 0 */ compute(50*us, 400*us),
+				/* 1 */ lockSlot(0),
+				/* 2 */ compute(10*us, 80*us),
+				/* 3 */ choose(0.5, 9),
+				/* 4 */ lockSlot(1),
+				/* 5 */ compute(10*us, 50*us),
+				/* 6 */ choose(0.7, 8),
+				/* 7 */ sleep(20*us, 200*us), // owner sleeps holding two locks
+				/* 8 */ unlockSlot(1),
+				/* 9 */ unlockSlot(0),
+				/* 10 */ sleep(100*us, 1*ms),
+				/* 11 */ choose(0.9, 13),
+				/* 12 */ wake(0, 1),
+				/* 13 */ choose(0.97, 15),
+				/* 14 */ affinityWindow(4),
+				/* 15 */ choose(0.97, 17),
+				/* 16 */ affinityAll(),
+				/* 17 */ loop(0),
+			}},
+			{Name: "rt", Count: nrt, Policy: task.FIFO, Prio: 20, Slots: 1, Program: []Op{
+				compute(20*us, 150*us),
+				lockSlot(0),
+				compute(5*us, 50*us),
+				unlockSlot(0),
+				sleep(300*us, 3*ms),
+				loop(0),
+			}},
+			{Name: "pinned", Count: npin, Policy: task.Normal, Slots: 2, Program: []Op{
+				/* 0 */ affinityWindow(2),
+				/* 1 */ compute(100*us, 300*us),
+				/* 2 */ lockSlot(0),
+				/* 3 */ lockSlot(1),
+				/* 4 */ compute(20*us, 100*us),
+				/* 5 */ unlockSlot(1),
+				/* 6 */ unlockSlot(0),
+				/* 7 */ sleep(200*us, 2*ms),
+				/* 8 */ loop(1),
+			}},
+		},
+	}
+}
+
+// locktorture: writers contending on a few mutexes, with nested locks,
+// occasional long holds and RT boosts (kernel/locking/locktorture.c).
+func locktorture(cpus, ntasks int) *Scenario {
+	if ntasks <= 0 {
+		ntasks = cpus
+	}
+	ntasks = atLeast(ntasks, 2)
+	nm := atLeast(4+ntasks/32, 2)
+	return &Scenario{
+		Name:    "locktorture",
+		Mutexes: mutexes(nm),
+		Groups: []Group{
+			{Name: "writer", Count: ntasks, Policy: task.Normal, Slots: 2, Program: []Op{
+				/* 0 */ compute(2*us, 10*us),
+				/* 1 */ choose(0.99, 3),
+				/* 2 */ setprio(task.FIFO, 50), // rt_boost
+				/* 3 */ choose(0.5, 12),
+				/* 4 */ lockSlot(0), // nested_locks
+				/* 5 */ lockSlot(1),
+				/* 6 */ compute(1*us, 20*us),
+				/* 7 */ choose(0.999, 9),
+				/* 8 */ compute(10*ms, 50*ms), // long_hold
+				/* 9 */ unlockSlot(1),
+				/* 10 */ unlockSlot(0),
+				/* 11 */ choose(1, 15),
+				/* 12 */ lockSlot(0),
+				/* 13 */ compute(1*us, 20*us),
+				/* 14 */ unlockSlot(0),
+				/* 15 */ choose(0.95, 17),
+				/* 16 */ setprio(task.Normal, 0), // boost ends
+				/* 17 */ choose(0.9, 19),
+				/* 18 */ sleep(50*us, 500*us),
+				/* 19 */ loop(0),
+			}},
+		},
+	}
+}
+
+// pi: the classic inversion. Each high RT task needs a mutex held by a low
+// fair task while medium RT hogs keep every CPU busy. With proxy execution
+// off, the high task waits until a hog happens to sleep; with it on, the
+// low task runs on the high task's context.
+func pi(cpus, ntasks int) *Scenario {
+	k := 1
+	if ntasks > 0 {
+		k = atLeast(ntasks/(cpus+2), 1)
+	}
+	return &Scenario{
+		Name:    "pi",
+		Mutexes: mutexes(k),
+		Groups: []Group{
+			{Name: "high", Count: k, Policy: task.FIFO, Prio: 90, Program: []Op{
+				sleep(2*ms, 3*ms),
+				lockOwn(),
+				compute(100*us, 100*us),
+				unlockOwn(),
+				sleep(4*ms, 6*ms),
+				loop(1),
+			}},
+			{Name: "medium", Count: cpus, Policy: task.FIFO, Prio: 50, Program: []Op{
+				compute(20*ms, 40*ms),
+				sleep(5*ms, 10*ms),
+				loop(0),
+			}},
+			{Name: "low", Count: k, Policy: task.Normal, Program: []Op{
+				lockOwn(),
+				compute(2*ms, 2*ms),
+				unlockOwn(),
+				sleep(1*ms, 2*ms),
+				loop(0),
+			}},
+		},
+	}
+}
+
+// stress: the race-hunting workload of `proxysim stress`: locktorture-style
+// writers on nested mutex chains, owners sleeping while holding locks,
+// donors with narrow masks (constant proxy and return migration), RT
+// boosts and frequent cross-CPU wakeups.
+func stress(cpus, ntasks int) *Scenario {
+	if ntasks <= 0 {
+		ntasks = 2 * cpus
+	}
+	ntasks = atLeast(ntasks, 4)
+	nw := atLeast(ntasks/2, 1)
+	nn := atLeast(ntasks/4, 1)
+	ns := atLeast(ntasks-nw-nn, 1)
+	nm := atLeast(ntasks/8, 4)
+	return &Scenario{
+		Name:    "stress",
+		Mutexes: mutexes(nm),
+		Groups: []Group{
+			{Name: "writer", Count: nw, Policy: task.Normal, Slots: 3, Program: []Op{
+				/* 0 */ compute(5*us, 50*us),
+				/* 1 */ lockSlot(0),
+				/* 2 */ choose(0.3, 8),
+				/* 3 */ lockSlot(1),
+				/* 4 */ choose(0.5, 7),
+				/* 5 */ lockSlot(2),
+				/* 6 */ unlockSlot(2),
+				/* 7 */ unlockSlot(1),
+				/* 8 */ compute(2*us, 30*us),
+				/* 9 */ choose(0.9, 11),
+				/* 10 */ sleep(10*us, 100*us), // sleeping owner
+				/* 11 */ unlockSlot(0),
+				/* 12 */ choose(0.8, 14),
+				/* 13 */ wake(1, 0),
+				/* 14 */ choose(0.95, 16),
+				/* 15 */ setprio(task.FIFO, 30),
+				/* 16 */ choose(0.95, 18),
+				/* 17 */ setprio(task.Normal, 0),
+				/* 18 */ sleep(20*us, 300*us),
+				/* 19 */ loop(0),
+			}},
+			{Name: "narrow", Count: nn, Policy: task.FIFO, Prio: 40, Slots: 2, Program: []Op{
+				/* 0 */ affinityWindow(1), // donors with narrow masks
+				/* 1 */ compute(5*us, 40*us),
+				/* 2 */ lockSlot(0),
+				/* 3 */ compute(2*us, 20*us),
+				/* 4 */ unlockSlot(0),
+				/* 5 */ lockSlot(1),
+				/* 6 */ unlockSlot(1),
+				/* 7 */ sleep(30*us, 400*us),
+				/* 8 */ choose(0.97, 10),
+				/* 9 */ affinityWindow(2),
+				/* 10 */ loop(1),
+			}},
+			{Name: "sleeper", Count: ns, Policy: task.Normal, Slots: 2, Program: []Op{
+				/* 0 */ lockSlot(0),
+				/* 1 */ sleep(50*us, 500*us), // owner asleep holding
+				/* 2 */ lockSlot(1),
+				/* 3 */ compute(5*us, 50*us),
+				/* 4 */ unlockSlot(1),
+				/* 5 */ unlockSlot(0),
+				/* 6 */ sleep(100*us, 1*ms),
+				/* 7 */ wake(0, 3),
+				/* 8 */ loop(0),
+			}},
+		},
+	}
+}

@@ -1,0 +1,196 @@
+package workload
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/proxysim/proxysim/internal/task"
+)
+
+// Self in Op.TargetIndex means "the task of the target group with my own
+// index (modulo the group's size)".
+const Self = -1
+
+// Mutex modes of lock and unlock instructions.
+const (
+	MutexFixed   = iota // Op.Mutex is the mutex index
+	MutexSlot           // Op.Mutex is a slot: the task's slot-th lock, drawn at plan time
+	MutexByIndex        // the task's index within its group, modulo the mutex count
+)
+
+// Op is a program instruction with symbolic task targets.
+type Op struct {
+	task.Op
+	TargetGroup  int // -1: no target (or self for affinity / setprio)
+	TargetIndex  int // index within the group, or Self
+	TargetOffset int // added to the task's own index when TargetIndex is Self
+	MutexMode    int
+}
+
+// Group is a set of identical tasks.
+type Group struct {
+	Name   string
+	Count  int
+	Policy task.Policy
+	Prio   int // nice for normal, rtprio for fifo/rr
+	// CPUs is a cpulist ("0-3,8"), "all", or empty for all.
+	CPUs string
+	// Slots is how many distinct mutexes each task draws for its slot
+	// locks; a task's slots are in ascending mutex order, so programs
+	// that take slots in increasing order respect a global lock order.
+	Slots   int
+	Program []Op
+}
+
+// Scenario is a complete workload.
+type Scenario struct {
+	Name    string
+	CPUs    int // 0: from the command line
+	Mutexes []string
+	Groups  []Group
+}
+
+// NumTasks counts the tasks of all groups.
+func (s *Scenario) NumTasks() int {
+	n := 0
+	for _, g := range s.Groups {
+		n += g.Count
+	}
+	return n
+}
+
+// TaskPlan is one task ready to create.
+type TaskPlan struct {
+	Name   string
+	Group  int
+	Policy task.Policy
+	Prio   int
+	Mask   task.Mask
+	Prog   *task.Program
+}
+
+// Plan resolves masks, slots and targets for a machine of ncpu CPUs. Task
+// ids are assigned in group order starting at 1; slot draws come from
+// seed.
+func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
+	if len(s.Groups) == 0 {
+		return nil, fmt.Errorf("scenario %q has no task groups", s.Name)
+	}
+	base := make([]int, len(s.Groups))
+	next := 1
+	for i, g := range s.Groups {
+		if g.Count < 1 {
+			return nil, fmt.Errorf("groups[%d] (%s): count must be at least 1", i, g.Name)
+		}
+		base[i] = next
+		next += g.Count
+	}
+	ntask := next - 1
+	var out []TaskPlan
+	for gi, g := range s.Groups {
+		mask := task.MaskAll(ncpu)
+		if g.CPUs != "" {
+			m, err := task.ParseMask(g.CPUs, ncpu)
+			if err != nil {
+				return nil, fmt.Errorf("groups[%d] (%s).cpus: %v", gi, g.Name, err)
+			}
+			mask = m
+		}
+		if g.Slots > len(s.Mutexes) {
+			return nil, fmt.Errorf("groups[%d] (%s).slots: %d slots but only %d mutexes", gi, g.Name, g.Slots, len(s.Mutexes))
+		}
+		for i := 0; i < g.Count; i++ {
+			rng := rand.New(rand.NewPCG(seed^0x51075, uint64(gi)<<32|uint64(i)))
+			slots := drawSlots(rng, len(s.Mutexes), g.Slots)
+			prog := &task.Program{Ops: make([]task.Op, len(g.Program))}
+			for k, op := range g.Program {
+				o := op.Op
+				if o.Kind == task.OpLock || o.Kind == task.OpUnlock {
+					switch op.MutexMode {
+					case MutexSlot:
+						if o.Mutex < 0 || o.Mutex >= len(slots) {
+							return nil, fmt.Errorf("groups[%d] (%s).program[%d]: slot $%d but the group has %d slots", gi, g.Name, k, o.Mutex, g.Slots)
+						}
+						o.Mutex = slots[o.Mutex]
+					case MutexByIndex:
+						o.Mutex = i % len(s.Mutexes)
+					}
+				}
+				if op.TargetGroup >= 0 {
+					if op.TargetGroup >= len(s.Groups) {
+						return nil, fmt.Errorf("groups[%d].program[%d]: target group %d out of range", gi, k, op.TargetGroup)
+					}
+					tg := s.Groups[op.TargetGroup]
+					idx := op.TargetIndex
+					if idx == Self {
+						idx = (i + op.TargetOffset) % tg.Count
+					}
+					if idx < 0 || idx >= tg.Count {
+						return nil, fmt.Errorf("groups[%d].program[%d]: task %d of group %s out of range 0-%d", gi, k, idx, tg.Name, tg.Count-1)
+					}
+					o.Target = base[op.TargetGroup] + idx
+				}
+				if o.Kind == task.OpAffinity && o.Count == 0 {
+					o.Mask = o.Mask.And(task.MaskAll(ncpu))
+					if o.Mask.Empty() {
+						return nil, fmt.Errorf("groups[%d].program[%d]: affinity mask has no CPU below %d", gi, k, ncpu)
+					}
+				}
+				prog.Ops[k] = o
+			}
+			if err := prog.Validate(len(s.Mutexes), ntask); err != nil {
+				return nil, fmt.Errorf("groups[%d] (%s).program: %v", gi, g.Name, err)
+			}
+			name := g.Name
+			if g.Count > 1 {
+				name = fmt.Sprintf("%s-%d", g.Name, i)
+			}
+			out = append(out, TaskPlan{Name: name, Group: gi, Policy: g.Policy, Prio: g.Prio, Mask: mask, Prog: prog})
+		}
+	}
+	return out, nil
+}
+
+// Check validates priorities and program shapes independent of CPUs.
+func (s *Scenario) Check() error {
+	for i, g := range s.Groups {
+		switch g.Policy {
+		case task.Normal:
+			if g.Prio < -20 || g.Prio > 19 {
+				return fmt.Errorf("groups[%d] (%s).priority: nice %d out of range -20..19", i, g.Name, g.Prio)
+			}
+		case task.FIFO, task.RR:
+			if g.Prio < 1 || g.Prio > 99 {
+				return fmt.Errorf("groups[%d] (%s).priority: rt priority %d out of range 1..99", i, g.Name, g.Prio)
+			}
+		default:
+			return fmt.Errorf("groups[%d] (%s).policy: unknown policy", i, g.Name)
+		}
+		for k, op := range g.Program {
+			if op.Kind == task.OpSetPrio {
+				switch op.Policy {
+				case task.Normal:
+					if op.Prio < -20 || op.Prio > 19 {
+						return fmt.Errorf("groups[%d].program[%d].setprio: nice %d out of range", i, k, op.Prio)
+					}
+				default:
+					if op.Prio < 1 || op.Prio > 99 {
+						return fmt.Errorf("groups[%d].program[%d].setprio: rt priority %d out of range", i, k, op.Prio)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// drawSlots picks k distinct mutexes out of n, in ascending order.
+func drawSlots(rng *rand.Rand, n, k int) []int {
+	if k <= 0 || n == 0 {
+		return nil
+	}
+	perm := rng.Perm(n)[:k]
+	sort.Ints(perm)
+	return perm
+}
