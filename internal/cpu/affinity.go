@@ -72,12 +72,12 @@ func (m *Machine) moveQueuedTask(c *percpu.Ctx, src *rq.RQ, p *task.Task, dest i
 	c.Inc(stats.MigrationsAffinity)
 }
 
-// migrationStop is migration_cpu_stop(): the stopper preempts the current
-// task, then moves the tasks whose affinity excluded this CPU while they
-// were running.
+// migrationStop is migration_cpu_stop(): the stopper thread, the highest
+// priority on this CPU, preempts the current task; with it off the CPU
+// (on_cpu clear) the tasks whose new mask excludes this CPU are moved
+// (move_queued_task), and the CPU reschedules.
 func (cp *CPU) migrationStop() {
 	c, r, m := cp.c, cp.rq, cp.m
-	cp.schedule(true)
 	r.Lock.Lock(c.CPU)
 	work := cp.stopWork
 	cp.stopWork = nil
@@ -86,24 +86,31 @@ func (cp *CPU) migrationStop() {
 		p.PiLock.Lock(c.CPU)
 		pr := m.taskRQLock(c, p)
 		p.MigrationReady = false
-		switch {
-		case pr != r || p.CPUsMask.Has(r.CPU) || !p.Queued():
+		if pr != r || p.CPUsMask.Has(r.CPU) || !p.Queued() || p.State() == task.Dead {
 			pr.Lock.Unlock(c.CPU)
-		case p == r.Curr() || p.OnCPU() || p == r.Donor(c):
-			// Still running: try again after the next switch.
-			p.MigrationReady = true
-			cp.stopWork = append(cp.stopWork, p)
-			r.ReschedCurr(c)
-			m.sendIPI(c, r.CPU, ipiStopper)
+			p.PiLock.Unlock(c.CPU)
+			continue
+		}
+		if p == r.Curr() {
+			// The stopper preempts it: switch to the idle task (standing
+			// in for the stop thread) so that p is no longer running.
+			r.UpdateCurr(c)
+			proxy.ReschedIdle(c, r)
+			cp.switchTo(p, r.Idle)
+			r.SetNextTask(c)
+			r.PublishPrio(c)
+		}
+		if p == r.Donor(c) || proxy.TaskIsBlocked(c, p) {
+			// A donor may stay outside its mask; the return path
+			// places it once it can run.
 			pr.Lock.Unlock(c.CPU)
-		case proxy.TaskIsBlocked(c, p):
-			pr.Lock.Unlock(c.CPU)
-		default:
+		} else {
 			dest := p.CPUsMask.Next(0)
 			m.moveQueuedTask(c, pr, p, dest, trace.ReasonAffinity)
 		}
 		p.PiLock.Unlock(c.CPU)
 	}
+	r.SetNeedResched()
 }
 
 // pushRTTasks is push_rt_tasks(), run as a balance callback with this rq

@@ -52,6 +52,7 @@ type CPU struct {
 	// Owned by this CPU's goroutine.
 	nextTick    int64
 	lastBalance int64
+	nextShuffle int64
 	busy        int64 // virtual time spent executing tasks
 	wq          mutex.WakeQ
 	// stopWork lists tasks whose affinity no longer allows this CPU and
@@ -282,4 +283,31 @@ func (cp *CPU) tick() {
 		cp.lastBalance = c.Now
 		cp.periodicBalance(nr)
 	}
+	if m.cfg.ShuffleEvery > 0 && c.Now >= cp.nextShuffle {
+		if cp.nextShuffle != 0 {
+			cp.shuffle()
+		}
+		cp.nextShuffle = c.Now + m.cfg.ShuffleEvery
+	}
+}
+
+// shuffle moves one random task's affinity mask around (stress
+// --shuffle-interval): a window of one to four CPUs, or all of them.
+func (cp *CPU) shuffle() {
+	c, m := cp.c, cp.m
+	if len(m.tasks) < 2 {
+		return
+	}
+	p := m.tasks[1+c.Rand.IntN(len(m.tasks)-1)]
+	n := len(m.cpus)
+	mask := task.MaskAll(n)
+	if w := 1 + c.Rand.IntN(5); w <= 4 && w < n {
+		mask = task.Mask{}
+		start := c.Rand.IntN(n)
+		for i := 0; i < w; i++ {
+			mask.Set((start + i) % n)
+		}
+	}
+	c.Inc(stats.AffinityShuffles)
+	m.setCPUsAllowed(c, p, mask)
 }

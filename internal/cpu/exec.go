@@ -240,6 +240,11 @@ func (cp *CPU) unlock(p *task.Task, id int) bool {
 	}
 	ex.Held = append(ex.Held[:i], ex.Held[i+1:]...)
 	cp.m.mutexes[id].Unlock(cp.c, p, &cp.wq)
+	if cp.c.Proxy && len(cp.wq.Tasks) > 0 {
+		// The lock changed hands: if p runs as a proxy, its donor's chain
+		// may no longer end at p (invariant 4). Re-pick.
+		cp.rq.SetNeedResched()
+	}
 	cp.wakeUpQ()
 	return true
 }

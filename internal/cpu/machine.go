@@ -36,6 +36,7 @@ type Config struct {
 	WakingBound    int64 // virtual ns a task may stay BO_WAKING (0: off)
 	WallLimit      time.Duration
 	HangTimeout    time.Duration
+	ShuffleEvery   int64 // virtual ns between affinity shuffles per busy CPU (0: off)
 	SwitchCost     int64 // virtual ns per context switch
 	OpCost         int64 // virtual ns per non-compute instruction
 	// Hooks, if set, gives each CPU its lock-layer hooks (jitter, conductor).

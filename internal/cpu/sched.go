@@ -37,13 +37,6 @@ func (cp *CPU) schedule(preempt bool) {
 			r.ZapBalanceCallbacks(c)
 		}
 		next = r.PickNextTask(c)
-		if next != r.Idle && next.MigrationReady && !next.CPUsMask.Has(r.CPU) {
-			// The stopper runs first: an affinity-broken task gives way.
-			next = r.PickBest(func(t *task.Task) bool { return !t.MigrationReady })
-			if next == nil {
-				next = r.Idle
-			}
-		}
 		if next == r.Idle && pick < 4 && cp.newidleBalance() {
 			continue
 		}

@@ -104,7 +104,9 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 	}
 	c.Inc(stats.Wakeups)
 	p.Stats.Wakeups++
-	markWaking(c, p)
+	if !c.Bug(bugs.SkippedWaking) {
+		markWaking(c, p)
+	}
 	if p.OnRQ() != task.OnRQNone && m.ttwuRunnable(c, p) {
 		p.PiLock.Unlock(c.CPU)
 		c.Inc(stats.WakeupsRunnable)
@@ -134,8 +136,11 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 	cpu := m.selectTaskRQ(c, p)
 	if cpu != p.CPU() {
 		why := trace.ReasonWake
-		if p.Migrating() {
+		switch {
+		case p.Migrating():
 			why = trace.ReasonReturn // dequeued by proxy_needs_return
+		case p.CPU() != p.WakeCPU:
+			why = trace.ReasonForceReturn // away from home: proxy_force_return
 		}
 		rq.SetTaskCPU(c, p, cpu, false, why)
 	} else if cpu != p.WakeCPU {
@@ -193,6 +198,13 @@ func (m *Machine) ttwuRunnable(c *percpu.Ctx, p *task.Task) bool {
 		if c.Bug(bugs.RunnableWithoutReturn) {
 			// Bug 7 (before v9/v14): BO_RUNNABLE without the return check.
 			setRunnableLocked(c, p)
+		} else if c.Bug(bugs.SkippedWaking) {
+			// Bug 2 (v22-era wake paths): only a WAKING task gets the
+			// return check; a re-armed BLOCKED waiter is just made
+			// RUNNING, and a later hand-off to it meets a RUNNING task.
+			if proxy.NeedsReturn(c, r, p) {
+				return false
+			}
 		} else {
 			markWakingLocked(c, p)
 			if proxy.NeedsReturn(c, r, p) {
@@ -274,14 +286,32 @@ func (cp *CPU) ttwuPending() {
 		p = next
 	}
 	r.Lock.Lock(c.CPU)
+	var misplaced []*task.Task
 	for i := len(list) - 1; i >= 0; i-- {
 		p := list[i]
 		if p.CPU() != r.CPU {
 			rq.SetTaskCPU(c, p, r.CPU, false, trace.ReasonWake)
 		}
+		if !p.CPUsMask.Has(r.CPU) {
+			// Its affinity changed while it sat on this wake list (the
+			// mask is written under this rq lock too, so this read is
+			// stable): place it on an allowed CPU instead.
+			misplaced = append(misplaced, p)
+			continue
+		}
 		cp.m.ttwuDoActivate(c, r, p)
 	}
 	r.Lock.Unlock(c.CPU)
+	for _, p := range misplaced {
+		p.PiLock.Lock(c.CPU)
+		dest := cp.m.selectTaskRQ(c, p)
+		rq.SetTaskCPU(c, p, dest, false, trace.ReasonAffinity)
+		dr := cp.m.rqs[dest]
+		dr.Lock.Lock(c.CPU)
+		cp.m.ttwuDoActivate(c, dr, p)
+		dr.Lock.Unlock(c.CPU)
+		p.PiLock.Unlock(c.CPU)
+	}
 	for i := len(list) - 1; i >= 0; i-- {
 		cp.m.maybeActivateWaiters(c, list[i])
 	}

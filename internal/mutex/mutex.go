@@ -178,6 +178,7 @@ func (m *Mutex) acquired(c *percpu.Ctx, p *task.Task, waited bool) {
 	p.Stats.Acquires++
 	if waited {
 		p.Stats.MutexWait.Add(c.Now - p.Exec.WaitStart)
+		c.Inc(stats.MutexWaitsDone)
 	}
 	c.Emit(trace.EvLock, int32(p.ID), int32(m.id), 0, 0)
 }
@@ -259,9 +260,9 @@ func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 				next = d
 				donorHandoff = true
 				m.setWaking(c, d)
+				p.SetBlockedDonor(c.CPU, nil)
 			}
 			d.BlockedLock.Unlock(c.CPU)
-			p.SetBlockedDonor(c.CPU, nil)
 		}
 	}
 	if next == nil && len(m.waiters) > 0 {

@@ -197,14 +197,30 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 			// [full]: park p, the last link before the owner, on the
 			// owner's list. Switch from p's blocked_lock to the owner's.
 			p.BlockedLock.Unlock(c.CPU)
+			park := p
+			if c.Bug(bugs.ParkDonorNotLink) && donor != p {
+				// Bug 19 (before v14): the donor, not the last link, is
+				// parked; the tree no longer mirrors the chain.
+				park = donor
+			}
+			if c.Bug(bugs.BlockTaskNotLast) {
+				// Bug 18 (before v14): block_task first, then look at the
+				// owner again and link: the waiter is off the runqueue
+				// before the owner's sleep is confirmed under its
+				// blocked_lock, and is linked even if the owner woke.
+				wl.Unlock(c.CPU)
+				ReschedIdle(c, r)
+				r.DeactivateTask(c, park, rq.DequeueSleep)
+				owner.BlockedLock.Lock(c.CPU)
+				park.SleepingOwner.Store(owner)
+				owner.BlockedHead = append(owner.BlockedHead, park)
+				owner.BlockedLock.Unlock(c.CPU)
+				c.Inc(stats.SleepingOwnerEnqueues)
+				c.Emit(trace.EvParkOnOwner, int32(park.ID), int32(owner.ID), 0, 0)
+				return done(nil)
+			}
 			owner.BlockedLock.Lock(c.CPU)
 			if owner.OnRQ() == task.OnRQNone {
-				park := p
-				if c.Bug(bugs.ParkDonorNotLink) && donor != p {
-					// Bug 19 (before v14): the donor, not the last link, is
-					// parked; the tree no longer mirrors the chain.
-					park = donor
-				}
 				EnqueueOnOwner(c, r, owner, park)
 			}
 			owner.BlockedLock.Unlock(c.CPU)
@@ -364,7 +380,7 @@ func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int
 	if !c.Bug(bugs.StaleBalanceCallbacks) {
 		r.ZapBalanceCallbacks(c)
 	}
-	r.DonorAtUnlock = r.Donor(c)
+	checkLockDrop(c, mach, r, moved[:n])
 	r.Lock.Unlock(c.CPU)
 
 	tr := mach.RQ(target)
@@ -376,8 +392,23 @@ func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int
 	tr.Lock.Unlock(c.CPU)
 
 	r.Lock.Lock(c.CPU)
-	r.DonorAtUnlock = nil
 	r.UpdateClock(c)
+}
+
+// checkLockDrop holds invariants 16 and 17 where __schedule drops the rq
+// lock in the middle of a pick: no reference from the rq (the donor) to a
+// task that is leaving may survive the drop, and no balance callback of
+// the abandoned pick may be left queued.
+func checkLockDrop(c *percpu.Ctx, mach Machine, r *rq.RQ, leaving []*task.Task) {
+	d := r.Donor(c)
+	for _, t := range leaving {
+		if d == t {
+			mach.Report(c, check.InvNoStaleRef, t, fmt.Sprintf("cpu%d drops its rq lock with rq.donor still %v, which is being moved away", r.CPU, t))
+		}
+	}
+	if n := r.BalanceCallbacks(); n != 0 {
+		mach.Report(c, check.InvBalanceCallbacks, nil, fmt.Sprintf("cpu%d drops its rq lock mid-pick with %d balance callbacks queued", r.CPU, n))
+	}
 }
 
 func reasonFor(i int) trace.MigrateReason {
@@ -408,11 +439,10 @@ func ForceReturn(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task) {
 	r.DeactivateTask(c, p, rq.DequeueSleep)
 	r.ZapBalanceCallbacks(c)
 	c.Inc(stats.ForceReturns)
-	r.DonorAtUnlock = r.Donor(c)
+	checkLockDrop(c, mach, r, []*task.Task{p})
 	r.Lock.Unlock(c.CPU)
 	mach.WakeUpProcess(c, p)
 	r.Lock.Lock(c.CPU)
-	r.DonorAtUnlock = nil
 	r.UpdateClock(c)
 }
 
@@ -450,17 +480,10 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
 	r.Lock.AssertHeld(c.CPU)
 	owner.BlockedLock.AssertHeld(c.CPU)
-	if c.Bug(bugs.BlockTaskNotLast) {
-		// Bug 18 (before v14): block_task first, then link and switch
-		// the donor away; p is touched after it may be activated.
-		r.DeactivateTask(c, p, rq.DequeueSleep)
-	}
 	p.SleepingOwner.Store(owner)
 	owner.BlockedHead = append(owner.BlockedHead, p)
 	ReschedIdle(c, r)
-	if !c.Bug(bugs.BlockTaskNotLast) {
-		r.DeactivateTask(c, p, rq.DequeueSleep)
-	}
+	r.DeactivateTask(c, p, rq.DequeueSleep)
 	c.Inc(stats.SleepingOwnerEnqueues)
 	c.Emit(trace.EvParkOnOwner, int32(p.ID), int32(owner.ID), 0, 0)
 }
@@ -519,7 +542,7 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 				o.BlockedHead = o.BlockedHead[1:]
 				w.SleepingOwner.Store(nil)
 				o.BlockedLock.Unlock(c.CPU)
-				doActivateBlockedWaiter(c, mach, target, w)
+				doActivateBlockedWaiter(c, mach, target, o, w)
 				c.Relax()
 			}
 			continue
@@ -533,7 +556,7 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 		}
 		o.BlockedLock.Unlock(c.CPU)
 		for _, w := range batch {
-			doActivateBlockedWaiter(c, mach, target, w)
+			doActivateBlockedWaiter(c, mach, target, o, w)
 			w.BlockedLock.Lock(c.CPU)
 			has := len(w.BlockedHead) > 0 && !w.OnActivationList
 			if has {
@@ -552,7 +575,7 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 // woken (WAKING: ttwu owns it), is already queued, is still on_cpu
 // somewhere (v18: it was woken, ran, blocked again and is switching out),
 // or has been parked again on some list since its batch was detached.
-func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, w *task.Task) {
+func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *task.Task) {
 	w.PiLock.Lock(c.CPU)
 	defer w.PiLock.Unlock(c.CPU)
 	w.BlockedLock.Lock(c.CPU)
@@ -561,13 +584,14 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, w *task.Ta
 	if !blocked || w.State() == task.Waking || w.State() == task.Running || w.OnRQ() != task.OnRQNone {
 		return
 	}
-	if w.SleepingOwner.Load() != nil {
-		// Parked again since it was detached from this batch (it was woken,
-		// ran, blocked and parked): the list it is on now owns it. Stable
-		// here: parking needs w queued, and w's pi_lock keeps it off-queue.
-		return
-	}
-	if w.OnCPU() && !c.Bug(bugs.LateActivationOnCPU) {
+	if c.Bug(bugs.LateActivationOnCPU) {
+		// Bug 1 (before v18): a waiter from a stale batch is activated
+		// even if, since it was detached, it was woken, ran and blocked
+		// again (still on_cpu where it ran, or parked anew).
+	} else if w.OnCPU() || w.SleepingOwner.Load() != nil {
+		// Still switching out where it ran, or parked again: whoever
+		// handles it now owns it. Stable here: parking needs w queued,
+		// and w's pi_lock keeps it off every queue.
 		return
 	}
 	tr := mach.RQ(target)
@@ -577,5 +601,5 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, w *task.Ta
 	tr.CheckPreemptCurr(c, w)
 	tr.Lock.Unlock(c.CPU)
 	c.Inc(stats.BlockedWaiterActivations)
-	c.Emit(trace.EvActivate, int32(w.ID), 0, int32(target), 0)
+	c.Emit(trace.EvActivate, int32(w.ID), int32(owner.ID), int32(target), 0)
 }

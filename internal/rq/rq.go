@@ -69,9 +69,6 @@ type RQ struct {
 	// NrUninterruptible and NrIOWait count sleepers that last ran here.
 	NrUninterruptible int64
 	balanceCallbacks  []BalanceCallback
-	// lastUnlockRef records, when the rq lock is dropped mid-schedule, the
-	// task rq.donor pointed at (for invariant 16). Protected by Lock.
-	DonorAtUnlock *task.Task
 
 	// Kick sends a reschedule IPI to this CPU on behalf of CPU c. Set by
 	// the cpu package before the machine starts.
@@ -259,15 +256,20 @@ func (r *RQ) ActivateTask(c *percpu.Ctx, p *task.Task, flags int) {
 	p.SetOnRQ(task.OnRQQueued)
 }
 
-// DeactivateTask is deactivate_task(): on_rq becomes 0 for a sleep
-// dequeue and MIGRATING otherwise (so lockless observers see "moving"),
-// then the task leaves its class queue.
+// DeactivateTask is deactivate_task() / block_task(). A move
+// (DequeueMigrating) marks on_rq MIGRATING first, so that lockless
+// observers see "moving" while the mover still owns the task. A sleep
+// (DequeueSleep) dequeues first and clears on_rq last (__block_task's
+// release store): the moment on_rq reads 0, try_to_wake_up on another CPU
+// may take the task and enqueue it elsewhere, so nothing here may touch it
+// after that store.
 func (r *RQ) DeactivateTask(c *percpu.Ctx, p *task.Task, flags int) {
 	if flags&DequeueSleep != 0 {
+		r.Dequeue(c, p, flags)
 		p.SetOnRQ(task.OnRQNone)
-	} else {
-		p.SetOnRQ(task.OnRQMigrating)
+		return
 	}
+	p.SetOnRQ(task.OnRQMigrating)
 	r.Dequeue(c, p, flags)
 }
 

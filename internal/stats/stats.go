@@ -44,7 +44,9 @@ const (
 	Audits
 	Exits
 	JitterInjected
-	Migrations // every change of task_cpu (se.nr_migrations)
+	Migrations       // every change of task_cpu (se.nr_migrations)
+	MutexWaitsDone   // waits that ended in an acquisition (contentions minus these = tasks waiting)
+	AffinityShuffles // stress: masks moved by the shuffler
 	NumCounters
 )
 
@@ -57,7 +59,7 @@ var CounterNames = [NumCounters]string{
 	"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs",
 	"find_proxy_task_calls", "find_proxy_task_retries", "find_proxy_task_spins", "proxy_resched_idle",
 	"proxy_deactivations", "lock_juggling_retries", "on_cpu_waits", "rt_pushes", "rt_pulls", "audits",
-	"exits", "jitter_injected", "migrations",
+	"exits", "jitter_injected", "migrations", "mutex_waits_done", "affinity_shuffles",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

@@ -24,7 +24,7 @@ const (
 	EvProxyPick                // Task=owner run, A=donor, B=chain length
 	EvReschedIdle              // A=donor
 	EvParkOnOwner              // Task=parked waiter, A=owner
-	EvActivate                 // Task=activated waiter, A=owner
+	EvActivate                 // Task=activated waiter, A=owner, B=target cpu
 	EvBOState                  // Task, A=old, B=new
 	EvIPI                      // Task unused, A=target cpu, B=kind
 	EvTick                     // Task=curr, A=donor

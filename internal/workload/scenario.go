@@ -114,6 +114,9 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 						}
 						o.Mutex = slots[o.Mutex]
 					case MutexByIndex:
+						if len(s.Mutexes) == 0 {
+							return nil, fmt.Errorf("groups[%d] (%s).program[%d]: $self lock but the scenario has no mutexes", gi, g.Name, k)
+						}
 						o.Mutex = i % len(s.Mutexes)
 					}
 				}
@@ -124,7 +127,7 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 					tg := s.Groups[op.TargetGroup]
 					idx := op.TargetIndex
 					if idx == Self {
-						idx = (i + op.TargetOffset) % tg.Count
+						idx = ((i+op.TargetOffset)%tg.Count + tg.Count) % tg.Count
 					}
 					if idx < 0 || idx >= tg.Count {
 						return nil, fmt.Errorf("groups[%d].program[%d]: task %d of group %s out of range 0-%d", gi, k, idx, tg.Name, tg.Count-1)

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/sim"
+	"github.com/proxysim/proxysim/internal/task"
+)
+
+// onOff is an on|off flag value.
+type onOff struct{ v *bool }
+
+func (o onOff) String() string {
+	if o.v == nil || *o.v {
+		return "on"
+	}
+	return "off"
+}
+
+func (o onOff) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "on", "true", "1", "yes":
+		*o.v = true
+	case "off", "false", "0", "no":
+		*o.v = false
+	default:
+		return fmt.Errorf("want on or off, not %q", s)
+	}
+	return nil
+}
+
+// listFlag collects a repeatable flag.
+type listFlag struct{ v *[]string }
+
+func (l listFlag) String() string {
+	if l.v == nil {
+		return ""
+	}
+	return strings.Join(*l.v, ",")
+}
+
+func (l listFlag) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*l.v = append(*l.v, part)
+		}
+	}
+	return nil
+}
+
+// seedFlag is a uint64 seed that remembers whether it was given.
+type seedFlag struct {
+	v   uint64
+	set bool
+}
+
+func (s *seedFlag) String() string {
+	if !s.set {
+		return "random"
+	}
+	return strconv.FormatUint(s.v, 10)
+}
+
+func (s *seedFlag) Set(v string) error {
+	n, err := strconv.ParseUint(v, 0, 64)
+	if err != nil {
+		return fmt.Errorf("want an unsigned integer, not %q", v)
+	}
+	s.v, s.set = n, true
+	return nil
+}
+
+func (s *seedFlag) value() uint64 {
+	if !s.set {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		s.v = binary.LittleEndian.Uint64(b[:]) >> 16
+		s.set = true
+	}
+	return s.v
+}
+
+// machineFlags are the flags every simulating command shares.
+type machineFlags struct {
+	o        sim.Options
+	bugNames []string
+	seed     seedFlag
+	json     bool
+	report   string
+	trace    string
+	events   int
+}
+
+func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options) {
+	mf.o = def
+	fs.IntVar(&mf.o.CPUs, "cpus", def.CPUs, "number of simulated CPUs (1-1024)")
+	fs.IntVar(&mf.o.Tasks, "tasks", def.Tasks, "tasks of a built-in workload (0: the workload's default, about 2 per CPU)")
+	fs.StringVar(&mf.o.Workload, "workload", def.Workload, "built-in workload (mixed, locktorture, pi, stress) or a scenario file (JSON)")
+	fs.DurationVar(&mf.o.SimTime, "sim-time", def.SimTime, "virtual time to simulate")
+	fs.DurationVar(&mf.o.Duration, "duration", def.Duration, "wall-clock cap (0: none); the run stops cleanly when it passes")
+	fs.Var(&mf.seed, "seed", "random seed (printed before the run; random when absent)")
+	fs.BoolVar(&mf.json, "json", false, "print the summary as one JSON object on stdout")
+	fs.Var(onOff{&mf.o.Proxy}, "proxy-exec", "proxy execution on|off (the sched_proxy_exec boot argument)")
+	fs.Var(onOff{&mf.o.SleepingOwners}, "sleeping-owners", "full-series sleeping-owner parking on|off (off: proxy_deactivate)")
+	fs.Var(listFlag{&mf.bugNames}, "bug", "switch a catalogued bug back on (repeatable; see 'proxysim bugs')")
+	fs.DurationVar(&mf.o.Tick, "tick", def.Tick, "virtual scheduler tick")
+	fs.DurationVar(&mf.o.Epoch, "epoch", def.Epoch, "virtual time between CPU barriers (bounds clock skew; audits run there)")
+	fs.IntVar(&mf.o.AuditEvery, "audit-every", def.AuditEvery, "run the stop-the-world invariant audit every N epochs (0: never)")
+	fs.IntVar(&mf.o.RingSize, "ring-size", def.RingSize, "flight-recorder events kept per CPU")
+	fs.DurationVar(&mf.o.HangTimeout, "hang-timeout", def.HangTimeout, "real time without progress before the watchdog reports a hang")
+	fs.DurationVar(&mf.o.WakingBound, "waking-bound", def.WakingBound, "virtual time a task may stay BO_WAKING before it counts as never returned")
+	fs.StringVar(&mf.report, "report", "", "failure report file (default proxysim-report-SEED.txt when a run fails)")
+	fs.StringVar(&mf.trace, "trace", "", "write the last events as Chrome/Perfetto trace-event JSON to this file")
+	fs.IntVar(&mf.events, "report-events", 400, "events of all CPUs to include in a failure report")
+}
+
+// finish validates the flags after parsing.
+func (mf *machineFlags) finish(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if mf.o.CPUs < 1 || mf.o.CPUs > task.MaxCPUs {
+		return usagef("--cpus %d out of range 1-%d", mf.o.CPUs, task.MaxCPUs)
+	}
+	if mf.o.Tasks < 0 || mf.o.Tasks > 1<<20 {
+		return usagef("--tasks %d out of range 0-%d", mf.o.Tasks, 1<<20)
+	}
+	if mf.o.SimTime <= 0 {
+		return usagef("--sim-time must be positive, not %v", mf.o.SimTime)
+	}
+	if mf.o.Duration < 0 {
+		return usagef("--duration must not be negative")
+	}
+	if mf.o.Tick < time.Microsecond || mf.o.Epoch < time.Microsecond {
+		return usagef("--tick and --epoch must be at least 1us")
+	}
+	if mf.o.AuditEvery < 0 {
+		return usagef("--audit-every must not be negative")
+	}
+	if mf.o.RingSize < 16 || mf.o.RingSize > 1<<22 {
+		return usagef("--ring-size %d out of range 16-%d", mf.o.RingSize, 1<<22)
+	}
+	if mf.events < 0 {
+		return usagef("--report-events must not be negative")
+	}
+	b, err := bugs.Parse(mf.bugNames)
+	if err != nil {
+		return usagef("--bug: %v", err)
+	}
+	mf.o.Bugs = b
+	if b != 0 && !mf.o.Proxy {
+		return usagef("--bug needs --proxy-exec on: every catalogued bug lives in proxy-execution code")
+	}
+	mf.o.Seed = mf.seed.value()
+	return nil
+}
+
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	_ = usage
+	return fs
+}
+
+// parse parses flags; on a bad flag it returns a one-line usage error, on
+// --help it prints the usage to stdout.
+func parse(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprint(stdout, usage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			fmt.Fprint(stdout, "\nExit codes: 0 clean, 1 invariant violation, 2 usage or input error, 3 internal error.\n")
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}

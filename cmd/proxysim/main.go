@@ -1,0 +1,101 @@
+// Command proxysim runs the proxy-execution simulator.
+//
+// Usage:
+//
+//	proxysim run     [flags]   one run on a built-in workload or a scenario file
+//	proxysim bugs    [--json]  the catalogue of known proxy-execution bugs
+//	proxysim version
+//
+// Exit codes: 0 clean, 1 invariant violation, 2 usage or input error,
+// 3 internal error.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes.
+const (
+	exitOK        = 0
+	exitViolation = 1
+	exitUsage     = 2
+	exitInternal  = 3
+)
+
+// usageError is bad input: one line on stderr, exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+type command struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) (int, error)
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"run", "run the simulated machine once and print a summary", cmdRun},
+		{"stress", "hunt races: jitter, stutter and affinity shuffles, stat lines, reports", cmdStress},
+		{"bugs", "list the catalogue of known proxy-execution bugs (--json)", cmdBugs},
+		{"version", "print the version", cmdVersion},
+	}
+}
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		topUsage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			code, err := c.run(args[1:], stdout, stderr)
+			if err != nil {
+				var ue usageError
+				if errors.As(err, &ue) {
+					fmt.Fprintf(stderr, "proxysim %s: %v\n", c.name, err)
+					return exitUsage
+				}
+				if errors.Is(err, flag.ErrHelp) {
+					return exitOK
+				}
+				fmt.Fprintf(stderr, "proxysim %s: %v\n", c.name, err)
+				return exitInternal
+			}
+			return code
+		}
+	}
+	fmt.Fprintf(stderr, "proxysim: unknown command %q (try 'proxysim --help')\n", args[0])
+	return exitUsage
+}
+
+func topUsage(w io.Writer) {
+	fmt.Fprintf(w, `proxysim: a simulator of Linux proxy execution (CONFIG_SCHED_PROXY_EXEC).
+
+Usage: proxysim <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, `
+Run 'proxysim <command> --help' for a command's flags.
+
+Exit codes: 0 clean, 1 invariant violation, 2 usage or input error, 3 internal error.
+`)
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/proxysim/proxysim/internal/sim"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+const runUsage = `Usage: proxysim run [flags]
+
+Runs the simulated machine once: --cpus CPU goroutines on real locks, the
+workload's tasks, --sim-time of virtual time, with invariant checks. On a
+violation it writes a failure report (and --trace) and exits 1.
+
+Flags:
+`
+
+func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("run", runUsage, stderr)
+	var mf machineFlags
+	mf.register(fs, sim.Defaults())
+	if err := parse(fs, args, runUsage, stdout); err != nil {
+		return 0, err
+	}
+	if err := mf.finish(fs); err != nil {
+		return 0, err
+	}
+	return runOnce(&mf, "run", args, stdout, stderr)
+}
+
+// runOnce builds, runs and reports one simulation.
+func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Writer) (int, error) {
+	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
+	if err != nil {
+		return 0, usageError{err.Error()}
+	}
+	cmdline := reproduce(verb, args, mf)
+	fmt.Fprintf(stderr, "proxysim: seed %d (reproduce: %s)\n", mf.o.Seed, cmdline)
+	r, err := sim.Build(mf.o, sc)
+	if err != nil {
+		return 0, usageError{err.Error()}
+	}
+	if mf.report != "" {
+		if err := sim.WritePreamble(mf.report, mf.o.Seed, cmdline); err != nil {
+			return 0, usagef("--report: %v", err)
+		}
+	}
+	s := r.Execute()
+	code := exitOK
+	if s.Failed() {
+		code = exitViolation
+		path := mf.report
+		if path == "" {
+			path = fmt.Sprintf("proxysim-report-%d.txt", mf.o.Seed)
+		}
+		if err := sim.WriteFileAtomic(path, func(w io.Writer) error {
+			r.FormatReport(w, s, cmdline, mf.events)
+			return nil
+		}); err != nil {
+			fmt.Fprintf(stderr, "proxysim: cannot write report %s: %v\n", path, err)
+		} else {
+			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], path)
+		}
+	} else if mf.report != "" {
+		_ = sim.WriteFileAtomic(mf.report, func(w io.Writer) error {
+			r.FormatReport(w, s, cmdline, mf.events)
+			return nil
+		})
+	}
+	if mf.trace != "" && !r.Machine.Stuck {
+		if err := sim.WriteFileAtomic(mf.trace, func(w io.Writer) error {
+			return trace.WritePerfetto(w, r.Machine.Log.Merged(0), r.Machine.NumCPUs(), r.TaskName,
+				map[string]string{"seed": fmt.Sprint(mf.o.Seed), "command": cmdline})
+		}); err != nil {
+			fmt.Fprintf(stderr, "proxysim: cannot write trace %s: %v\n", mf.trace, err)
+		}
+	}
+	if mf.json {
+		if err := writeJSON(stdout, s); err != nil {
+			return exitInternal, err
+		}
+	} else {
+		sim.FormatSummary(stdout, s)
+	}
+	return code, nil
+}
+
+// reproduce is the exact command line that repeats this run: the given
+// flags plus the seed.
+func reproduce(verb string, args []string, mf *machineFlags) string {
+	parts := []string{"proxysim", verb}
+	hasSeed := false
+	for _, a := range args {
+		if strings.HasPrefix(a, "--seed") || strings.HasPrefix(a, "-seed") {
+			hasSeed = true
+		}
+		parts = append(parts, shellQuote(a))
+	}
+	if !hasSeed {
+		parts = append(parts, fmt.Sprintf("--seed %d", mf.o.Seed))
+	}
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '=' || r == '_' || r == '.' || r == '/' || r == ',' || r == ':' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+var _ = os.Stdout
+
+func writeJSON(w io.Writer, s *sim.Summary) error {
+	return json.NewEncoder(w).Encode(s)
+}
+
+func writeTrace(r *sim.Run, mf *machineFlags, cmdline string, log *zap.Logger) {
+	if r.Machine.Stuck {
+		log.Warn("CPUs are stuck: no trace written")
+		return
+	}
+	if err := sim.WriteFileAtomic(mf.trace, func(w io.Writer) error {
+		return trace.WritePerfetto(w, r.Machine.Log.Merged(0), r.Machine.NumCPUs(), r.TaskName,
+			map[string]string{"seed": fmt.Sprint(mf.o.Seed), "command": cmdline})
+	}); err != nil {
+		log.Error("cannot write trace", zap.String("path", mf.trace), zap.Error(err))
+	}
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/proxysim/proxysim/internal/sim"
+	"github.com/proxysim/proxysim/internal/stats"
+)
+
+const stressUsage = `Usage: proxysim stress [flags]
+
+The race-hunting mode. Runs the machine (256 CPUs by default) on the
+stress workload, widening race windows on purpose: yields and short delays
+at every lock-juggling point (--jitter), all CPUs paused and released
+together now and then (--stutter), affinity masks moved around
+(--shuffle-interval). Prints a statistics line every --stat-interval,
+stops cleanly on SIGINT/SIGTERM (a second signal exits at once), and on a
+violation, deadlock or hang writes --report (and --trace) and exits 1.
+
+The seed and the command line are written to the report file before the
+run starts, so that a run killed by the race detector
+(go run -race, GORACE=halt_on_error=1) still leaves its reproducer.
+
+Flags:
+`
+
+type stressFlags struct {
+	machineFlags
+	logs         logFlags
+	statInterval time.Duration
+}
+
+func stressDefaults() sim.Options {
+	o := sim.Defaults()
+	o.Workload = "stress"
+	o.SimTime = 1 << 62 // until --duration or a signal
+	o.Duration = time.Minute
+	o.AuditEvery = 5
+	o.Jitter = 0.02
+	o.JitterDelay = 20 * time.Microsecond
+	o.Stutter = 5 * time.Second
+	o.ShuffleInterval = 20 * time.Millisecond
+	return o
+}
+
+func (sf *stressFlags) register(fs *flag2) {
+	def := stressDefaults()
+	sf.machineFlags.register(fs.FlagSet, def)
+	fs.Float64Var(&sf.o.Jitter, "jitter", def.Jitter, "probability of an injected yield or delay at each lock-juggling point (0: off)")
+	fs.DurationVar(&sf.o.JitterDelay, "jitter-delay", def.JitterDelay, "longest injected busy delay (real time)")
+	fs.DurationVar(&sf.o.Stutter, "stutter", def.Stutter, "pause every CPU and release them together every this much wall time (0: off)")
+	fs.DurationVar(&sf.o.ShuffleInterval, "shuffle-interval", def.ShuffleInterval, "virtual time between affinity shuffles on each busy CPU (0: off)")
+	fs.DurationVar(&sf.statInterval, "stat-interval", 10*time.Second, "print a statistics line this often (0: never)")
+	sf.logs.register(fs.FlagSet)
+}
+
+func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := &flag2{newFlagSet("stress", stressUsage, stderr)}
+	var sf stressFlags
+	sf.register(fs)
+	if err := parse(fs.FlagSet, args, stressUsage, stdout); err != nil {
+		return 0, err
+	}
+	if err := sf.finish(fs.FlagSet); err != nil {
+		return 0, err
+	}
+	if sf.o.Jitter < 0 || sf.o.Jitter > 1 {
+		return 0, usagef("--jitter %v out of range 0-1", sf.o.Jitter)
+	}
+	if sf.o.JitterDelay < 0 || sf.o.JitterDelay > time.Second || sf.o.Stutter < 0 || sf.o.ShuffleInterval < 0 || sf.statInterval < 0 {
+		return 0, usagef("--jitter-delay, --stutter, --shuffle-interval and --stat-interval must not be negative (jitter delay at most 1s)")
+	}
+	log, err := sf.logs.build()
+	if err != nil {
+		return 0, err
+	}
+	defer log.Sync()
+	if sf.report == "" {
+		sf.report = fmt.Sprintf("proxysim-stress-%d.report", sf.o.Seed)
+	}
+	return runStress(&sf, args, stdout, stderr, log)
+}
+
+// flag2 wraps a FlagSet (room for shared registration helpers).
+type flag2 struct{ *flag.FlagSet }
+
+func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *zap.Logger) (int, error) {
+	mf := &sf.machineFlags
+	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
+	if err != nil {
+		return 0, usageError{err.Error()}
+	}
+	cmdline := reproduce("stress", args, mf)
+	if err := sim.WritePreamble(mf.report, mf.o.Seed, cmdline); err != nil {
+		return 0, usagef("--report: %v", err)
+	}
+	r, err := sim.Build(mf.o, sc)
+	if err != nil {
+		return 0, usageError{err.Error()}
+	}
+	log.Info("proxysim stress starting",
+		zap.Uint64("seed", mf.o.Seed), zap.String("reproduce", cmdline), zap.Int("cpus", r.Machine.NumCPUs()),
+		zap.Int("tasks", len(r.Machine.Tasks())-1), zap.String("workload", sc.Name), zap.Bool("proxy_exec", mf.o.Proxy),
+		zap.Strings("bugs", mf.o.Bugs.Names()), zap.Duration("duration", mf.o.Duration), zap.Float64("jitter", mf.o.Jitter),
+		zap.Duration("stutter", mf.o.Stutter), zap.Duration("shuffle_interval", mf.o.ShuffleInterval),
+		zap.Duration("epoch", mf.o.Epoch), zap.Int("audit_every", mf.o.AuditEvery), zap.String("report", mf.report))
+
+	// Signals: the first stops the run cleanly, a second exits at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case s := <-sigs:
+			log.Warn("signal: stopping the run; send it again to exit at once", zap.String("signal", s.String()))
+			r.Machine.Stop("signal: " + s.String())
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "proxysim: second signal: exiting at once")
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	if sf.statInterval > 0 {
+		go statLoop(r, sf, log, done)
+	}
+	s := r.Execute()
+	code := exitOK
+	if s.Failed() {
+		code = exitViolation
+		log.Error("violation", zap.String("invariant", s.Violations[0].Name), zap.Int("cpu", s.Violations[0].CPU),
+			zap.String("task", s.Violations[0].TaskName), zap.String("message", s.Violations[0].Message),
+			zap.String("report", mf.report), zap.String("reproduce", cmdline))
+	}
+	if err := sim.WriteFileAtomic(mf.report, func(w io.Writer) error {
+		r.FormatReport(w, s, cmdline, mf.events)
+		return nil
+	}); err != nil {
+		log.Error("cannot write report", zap.String("path", mf.report), zap.Error(err))
+	}
+	if mf.trace != "" {
+		writeTrace(r, mf, cmdline, log)
+	}
+	logStat(r, sf, log, true)
+	if mf.json {
+		if err := writeJSON(stdout, s); err != nil {
+			return exitInternal, err
+		}
+	} else {
+		sim.FormatSummary(stdout, s)
+	}
+	return code, nil
+}
+
+// statLoop prints a statistics line every interval, in the spirit of
+// locktorture's.
+func statLoop(r *sim.Run, sf *stressFlags, log *zap.Logger, done chan struct{}) {
+	t := time.NewTicker(sf.statInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if r.Machine.Stopping() {
+				return
+			}
+			logStat(r, sf, log, false)
+		}
+	}
+}
+
+var statStart = time.Now()
+
+func logStat(r *sim.Run, sf *stressFlags, log *zap.Logger, final bool) {
+	m := r.Machine
+	st := m.CPUStats()
+	el := time.Since(statStart)
+	sum := func(k stats.Counter) uint64 { return stats.Sum(st, k) }
+	var spins uint64
+	for _, l := range m.LockStats() {
+		spins += l.Spins.Load()
+	}
+	viol := len(m.Rep.Violations())
+	events := m.EventCount()
+	rate := float64(events) / el.Seconds()
+	rss := rssBytes()
+	msg := "stat"
+	if final {
+		msg = "final"
+	}
+	if sf.logs.json() {
+		log.Info(msg, zap.Duration("elapsed", el), zap.Uint64("context_switches", sum(stats.ContextSwitches)),
+			zap.Uint64("proxy_migrations", sum(stats.ProxyMigrations)), zap.Uint64("return_migrations", sum(stats.ReturnMigrations)),
+			zap.Uint64("force_returns", sum(stats.ForceReturns)), zap.Uint64("fpt_spins", sum(stats.FindProxyTaskSpins)),
+			zap.Uint64("lock_spins", spins), zap.Int("violations", viol), zap.Uint64("rss_bytes", rss),
+			zap.Int("goroutines", runtime.NumGoroutine()), zap.Float64("events_per_second", rate), zap.Uint64("events", events))
+		return
+	}
+	log.Info(fmt.Sprintf("%s: elapsed %s  switches %d  proxy-mig %d  return-mig %d  force-ret %d  fpt-spins %d  lock-spins %d  violations %d  rss %dMiB  goroutines %d  events/s %.0f",
+		msg, el.Round(time.Second), sum(stats.ContextSwitches), sum(stats.ProxyMigrations), sum(stats.ReturnMigrations), sum(stats.ForceReturns),
+		sum(stats.FindProxyTaskSpins), spins, viol, rss>>20, runtime.NumGoroutine(), rate))
+}
+
+// rssBytes reads the resident set size from /proc/self/statm.
+func rssBytes() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}

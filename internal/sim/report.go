@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// WriteFileAtomic writes via a temporary file in the same directory and
+// renames it into place, so a reader never sees half a file.
+func WriteFileAtomic(path string, write func(w io.Writer) error) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err := write(bw); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// WritePreamble writes the seed and command line to the report file before
+// the run starts, so that a run killed by the race detector
+// (GORACE=halt_on_error=1) still leaves its reproducer behind.
+func WritePreamble(path string, seed uint64, cmdline string) error {
+	return WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "proxysim report (run in progress or killed)\nseed: %d\nreproduce: %s\n\nIf this is all the file holds, the process died before it could finish the report:\nlook at its stderr (a Go data race report under -race, or a crash).\n", seed, cmdline)
+		return err
+	})
+}
+
+// FormatSummary prints the human summary.
+func FormatSummary(w io.Writer, s *Summary) {
+	fmt.Fprintf(w, "proxysim: workload %s, seed %d, %d CPUs, %d tasks, proxy execution %s\n", s.Workload, s.Seed, s.CPUs, s.Tasks, onOff(s.ProxyExec))
+	if len(s.Bugs) > 0 {
+		fmt.Fprintf(w, "  bugs switched on: %s\n", strings.Join(s.Bugs, ", "))
+	}
+	fmt.Fprintf(w, "  virtual time      %s\n", fmtNs(s.SimTimeNs))
+	fmt.Fprintf(w, "  wall time         %s\n", fmtNs(s.WallTimeNs))
+	fmt.Fprintf(w, "  context switches  %d (%.0f per wall second)\n", s.ContextSwitches, s.SwitchesPerWallSecond)
+	fmt.Fprintf(w, "  wakeups           %d\n", s.Wakeups)
+	fmt.Fprintf(w, "  migrations        %d", s.Migrations)
+	var parts []string
+	for _, k := range sortedKeys(s.MigrationsByReason) {
+		if v := s.MigrationsByReason[k]; v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, v))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  mutex contentions %d\n", s.MutexContentions)
+	if s.ProxyExec {
+		c := s.Counters
+		fmt.Fprintf(w, "  proxy             picks %d, proxy migrations %d (chain %d), returns %d, force returns %d,\n", c["proxy_pick_same_rq"], c["proxy_migrations"], c["chain_migrations"], c["return_migrations"], c["force_returns"])
+		fmt.Fprintf(w, "                    parked on sleeping owners %d, activated %d, donor hand-offs %d, resched idle %d\n", c["sleeping_owner_enqueues"], c["blocked_waiter_activations"], c["donor_handoffs"], c["proxy_resched_idle"])
+	}
+	fmt.Fprintf(w, "  groups:\n")
+	for _, name := range sortedKeys(s.Groups) {
+		g := s.Groups[name]
+		fmt.Fprintf(w, "    %-10s %4d tasks  runtime %-10s mutex wait p99 %-9s max %-9s wakeup latency p99 %-9s max %s\n", name, g.Tasks, fmtNs(g.RuntimeNs),
+			fmtNs(g.P99MutexWaitNs), fmtNs(g.MaxMutexWaitNs), fmtNs(g.P99WakeupLatencyNs), fmtNs(g.MaxWakeupLatencyNs))
+	}
+	if s.StopReason != "" {
+		fmt.Fprintf(w, "  stopped: %s\n", s.StopReason)
+	}
+	fmt.Fprintf(w, "  violations        %d\n", len(s.Violations))
+	for i, v := range s.Violations {
+		if i == 10 {
+			fmt.Fprintf(w, "    ... %d more\n", len(s.Violations)-10)
+			break
+		}
+		fmt.Fprintf(w, "    %s\n", v)
+	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func fmtNs(ns int64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.3fs", float64(ns)/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.3fms", float64(ns)/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.1fus", float64(ns)/1e3)
+	}
+	return fmt.Sprintf("%dns", ns)
+}
+
+// FormatReport writes the failure report: what broke, where, the
+// blocked_on chains of the tasks involved (like the kernel's hung-task
+// blocker report), the state of every CPU and contended mutex, the merged
+// flight-recorder events, and the command that reproduces the run.
+func (r *Run) FormatReport(w io.Writer, s *Summary, cmdline string, lastEvents int) {
+	m := r.Machine
+	fmt.Fprintf(w, "proxysim failure report\n=======================\n\n")
+	fmt.Fprintf(w, "reproduce: %s\n", cmdline)
+	fmt.Fprintf(w, "seed: %d  cpus: %d  tasks: %d  workload: %s  proxy_exec: %s  bugs: %s\n", s.Seed, s.CPUs, s.Tasks, s.Workload, onOff(s.ProxyExec), strings.Join(s.Bugs, ","))
+	fmt.Fprintf(w, "stopped: %s\n\n", s.StopReason)
+	fmt.Fprintf(w, "violations (%d):\n", len(s.Violations))
+	for _, v := range s.Violations {
+		fmt.Fprintf(w, "  [event #%d, t=%s] %s\n", v.Seq, fmtNs(v.Time), v)
+	}
+	if m.HangDump != "" {
+		fmt.Fprintf(w, "\ngoroutine stacks at the hang:\n%s\n", m.HangDump)
+	}
+	if m.Stuck {
+		fmt.Fprintf(w, "\nCPUs did not stop; task and runqueue state cannot be read safely.\n")
+		return
+	}
+	involved := map[int]bool{}
+	for _, v := range s.Violations {
+		if v.Task > 0 {
+			involved[v.Task] = true
+		}
+		// tasks named in the message (a panic names its task only there)
+		for _, p := range m.Tasks() {
+			if p != nil && strings.Contains(v.Message, p.String()+" ") || p != nil && strings.HasSuffix(v.Message, p.String()) {
+				involved[p.ID] = true
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nblocked_on chains of the tasks involved:\n")
+	ids := make([]int, 0, len(involved))
+	for id := range involved {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		r.writeChain(w, m.Task(id))
+	}
+	fmt.Fprintf(w, "\nCPUs:\n")
+	for c := 0; c < m.NumCPUs(); c++ {
+		q := m.RQ(c)
+		if q.Curr() == q.Idle && q.NrRunning() == 0 && !involvedCPU(q.Tasks(), involved) && !violCPU(s, c) {
+			continue
+		}
+		names := []string{}
+		for _, t := range q.Tasks() {
+			names = append(names, t.String())
+		}
+		fmt.Fprintf(w, "  cpu%-3d clock %-12s curr %-14s donor %-14s nr_running %d need_resched %v queued [%s]\n", c, fmtNs(m.Now(c)),
+			q.Curr(), q.PeekDonor(), q.NrRunning(), q.NeedResched(), strings.Join(names, " "))
+	}
+	fmt.Fprintf(w, "\ncontended mutexes:\n")
+	for _, mx := range m.Mutexes() {
+		owner, flags, ws := mx.Peek()
+		if len(ws) == 0 && flags == 0 {
+			continue
+		}
+		names := []string{}
+		for _, t := range ws {
+			names = append(names, t.String())
+		}
+		fmt.Fprintf(w, "  %-12s owner %-14s flags %#x waiters [%s]\n", mx, owner, flags, strings.Join(names, " "))
+	}
+	events := m.Log.Merged(lastEvents)
+	fmt.Fprintf(w, "\nlast %d events (all CPUs, global order):\n", len(events))
+	for _, e := range events {
+		fmt.Fprintf(w, "  %s\n", e.Format(r.TaskName))
+	}
+	if len(involved) > 0 {
+		fmt.Fprintf(w, "\nevents of the tasks involved:\n")
+		for _, e := range m.Log.Merged(0) {
+			if involved[int(e.Task)] || (e.Kind == trace.EvSwitch && (involved[int(e.A)] || involved[int(e.B)])) || (e.Kind == trace.EvProxyPick && involved[int(e.A)]) {
+				fmt.Fprintf(w, "  %s\n", e.Format(r.TaskName))
+			}
+		}
+	}
+}
+
+func involvedCPU(ts []*task.Task, inv map[int]bool) bool {
+	for _, t := range ts {
+		if inv[t.ID] {
+			return true
+		}
+	}
+	return false
+}
+
+func violCPU(s *Summary, c int) bool {
+	for _, v := range s.Violations {
+		if v.CPU == c {
+			return true
+		}
+	}
+	return false
+}
+
+// writeChain prints who blocks whom, starting at p.
+func (r *Run) writeChain(w io.Writer, p *task.Task) {
+	seen := map[*task.Task]bool{}
+	indent := "  "
+	for i := 0; p != nil && i < 64; i++ {
+		mx, bo, donor := p.Peek()
+		fmt.Fprintf(w, "%s%v: state %s, on_rq %d, on_cpu %v, cpu %d, wake_cpu %d, mask %v, prio %d, %s",
+			indent, p, p.State(), p.OnRQ(), p.OnCPU(), p.CPU(), p.WakeCPU, p.CPUsMask, p.SE.Prio, bo)
+		if donor != nil {
+			fmt.Fprintf(w, ", blocked_donor %v", donor)
+		}
+		if so := p.SleepingOwner.Load(); so != nil {
+			fmt.Fprintf(w, ", parked on %v", so)
+		}
+		fmt.Fprintln(w)
+		if mx == nil || seen[p] {
+			if seen[p] {
+				fmt.Fprintf(w, "%s  (cycle)\n", indent)
+			}
+			return
+		}
+		seen[p] = true
+		owner := mx.OwnerTask()
+		fmt.Fprintf(w, "%s  blocked on %v, owned by %v\n", indent, mx, owner)
+		p = owner
+		indent += "  "
+	}
+}

@@ -1,0 +1,316 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/cpu"
+	"github.com/proxysim/proxysim/internal/inject"
+	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+	"github.com/proxysim/proxysim/internal/workload"
+)
+
+// Options configure one run.
+type Options struct {
+	CPUs           int
+	Tasks          int    // built-in workloads: about this many tasks (0: default)
+	Workload       string // built-in name or scenario file path
+	SimTime        time.Duration
+	Duration       time.Duration // wall-clock cap (0: none)
+	Seed           uint64
+	Proxy          bool
+	SleepingOwners bool
+	Bugs           bugs.Set
+	Tick           time.Duration
+	Epoch          time.Duration
+	AuditEvery     int
+	RingSize       int
+	HangTimeout    time.Duration
+	WakingBound    time.Duration
+	Hooks          func(cpu int) spinlock.Hooks
+	OnEpoch        func(m *cpu.Machine, horizon int64)
+
+	// Race-hunting injectors (proxysim stress).
+	Jitter          float64       // probability of a yield or delay at each yield point (0: off)
+	JitterDelay     time.Duration // longest injected busy delay
+	Stutter         time.Duration // pause all CPUs every this much wall time (0: off)
+	ShuffleInterval time.Duration // virtual time between affinity shuffles per busy CPU (0: off)
+}
+
+// Defaults returns the built-in defaults of `proxysim run`.
+func Defaults() Options {
+	d := cpu.DefaultConfig()
+	return Options{
+		CPUs: d.CPUs, Workload: "mixed", SimTime: time.Duration(d.SimTime), Proxy: true, SleepingOwners: true,
+		Tick: time.Duration(d.Tick), Epoch: time.Duration(d.Epoch), AuditEvery: d.AuditEvery, RingSize: d.RingSize,
+		HangTimeout: d.HangTimeout, WakingBound: time.Duration(d.WakingBound),
+	}
+}
+
+// LoadScenario resolves a workload name or file.
+func LoadScenario(name string, cpus, tasks int) (*workload.Scenario, error) {
+	if s, err := workload.Builtin(name, cpus, tasks); err == nil {
+		return s, nil
+	}
+	if _, err := os.Stat(name); err != nil {
+		return nil, fmt.Errorf("unknown workload %q: not a built-in (%v) and not a readable file", name, workload.BuiltinNames())
+	}
+	return workload.ParseFile(name)
+}
+
+// Run is one simulation.
+type Run struct {
+	Opts     Options
+	Scenario *workload.Scenario
+	Machine  *cpu.Machine
+	Jitter   *inject.Jitter  // nil unless Opts.Jitter > 0
+	Stutter  *inject.Stutter // nil unless Opts.Stutter > 0
+}
+
+// Build creates the machine and its tasks.
+func Build(o Options, sc *workload.Scenario) (*Run, error) {
+	if sc.CPUs > 0 {
+		o.CPUs = sc.CPUs
+	}
+	cfg := cpu.DefaultConfig()
+	cfg.CPUs = o.CPUs
+	cfg.Tick = int64(o.Tick)
+	cfg.Epoch = int64(o.Epoch)
+	cfg.SimTime = int64(o.SimTime)
+	cfg.Proxy = o.Proxy
+	cfg.SleepingOwners = o.SleepingOwners
+	cfg.Bugs = o.Bugs
+	cfg.Seed = o.Seed
+	cfg.AuditEvery = o.AuditEvery
+	if o.RingSize > 0 {
+		cfg.RingSize = o.RingSize
+	}
+	cfg.WallLimit = o.Duration
+	if o.HangTimeout > 0 {
+		cfg.HangTimeout = o.HangTimeout
+	}
+	cfg.WakingBound = int64(o.WakingBound)
+	cfg.Hooks = o.Hooks
+	cfg.OnEpoch = o.OnEpoch
+	cfg.ShuffleEvery = int64(o.ShuffleInterval)
+	run := &Run{Opts: o, Scenario: sc}
+	if o.Jitter > 0 {
+		run.Jitter = inject.NewJitter(o.Jitter, o.JitterDelay, o.Seed, o.CPUs)
+		if cfg.Hooks == nil {
+			cfg.Hooks = run.Jitter.Hooks
+		}
+	}
+	if o.Stutter > 0 {
+		run.Stutter = inject.NewStutter(o.Stutter)
+		prev := cfg.OnEpoch
+		cfg.OnEpoch = func(m *cpu.Machine, h int64) {
+			run.Stutter.Epoch()
+			if prev != nil {
+				prev(m, h)
+			}
+		}
+	}
+	m, err := cpu.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	run.Machine = m
+	for _, name := range sc.Mutexes {
+		m.AddMutex(name)
+	}
+	plans, err := sc.Plan(o.CPUs, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range plans {
+		// spread initial placement over the allowed CPUs
+		start := (i * 7919) % o.CPUs
+		c := p.Mask.Next(start)
+		if c < 0 {
+			c = p.Mask.Next(0)
+		}
+		if _, err := m.AddTask(cpu.TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio,
+			Mask: p.Mask, Prog: p.Prog, CPU: c, Seed: o.Seed + uint64(i)*0x9e3779b97f4a7c15}); err != nil {
+			return nil, err
+		}
+	}
+	return run, nil
+}
+
+// Execute runs the machine to the end and returns the summary.
+func (r *Run) Execute() *Summary {
+	r.Machine.Run()
+	if !r.Machine.Stuck && !r.Machine.Rep.Failed() {
+		// one last audit of the final state
+		r.Machine.Audit()
+	}
+	return r.Summarize()
+}
+
+// GroupSummary holds per-group latency and runtime figures.
+type GroupSummary struct {
+	Tasks              int    `json:"tasks"`
+	RuntimeNs          int64  `json:"runtime_ns"`
+	DonatedNs          int64  `json:"donated_ns"`
+	MutexAcquires      uint64 `json:"mutex_acquires"`
+	MaxMutexWaitNs     int64  `json:"max_mutex_wait_ns"`
+	P99MutexWaitNs     int64  `json:"p99_mutex_wait_ns"`
+	MaxWakeupLatencyNs int64  `json:"max_wakeup_latency_ns"`
+	P99WakeupLatencyNs int64  `json:"p99_wakeup_latency_ns"`
+}
+
+// Summary is what `proxysim run` prints.
+type Summary struct {
+	Seed                  uint64                  `json:"seed"`
+	CPUs                  int                     `json:"cpus"`
+	Tasks                 int                     `json:"tasks"`
+	Workload              string                  `json:"workload"`
+	ProxyExec             bool                    `json:"proxy_exec"`
+	Bugs                  []string                `json:"bugs"`
+	SimTimeNs             int64                   `json:"sim_time_ns"`
+	WallTimeNs            int64                   `json:"wall_time_ns"`
+	ContextSwitches       uint64                  `json:"context_switches"`
+	Wakeups               uint64                  `json:"wakeups"`
+	Migrations            uint64                  `json:"migrations"`
+	MutexContentions      uint64                  `json:"mutex_contentions"`
+	SwitchesPerWallSecond float64                 `json:"switches_per_wall_second"`
+	EventsPerWallSecond   float64                 `json:"events_per_wall_second"`
+	Violations            []check.Violation       `json:"violations"`
+	Counters              map[string]uint64       `json:"counters"`
+	MigrationsByReason    map[string]uint64       `json:"migrations_by_reason"`
+	ChainLength           map[string]uint64       `json:"chain_length_histogram"`
+	Groups                map[string]GroupSummary `json:"groups"`
+	StopReason            string                  `json:"stop_reason"`
+	LockOrderEdges        []string                `json:"lock_order_edges"`
+}
+
+// Summarize reads the stopped machine.
+func (r *Run) Summarize() *Summary {
+	m := r.Machine
+	s := &Summary{
+		Seed: r.Opts.Seed, CPUs: m.NumCPUs(), Workload: r.Scenario.Name, ProxyExec: r.Opts.Proxy,
+		Bugs: r.Opts.Bugs.Names(), WallTimeNs: int64(m.WallTime()), Violations: m.Rep.Violations(),
+		Counters: map[string]uint64{}, MigrationsByReason: map[string]uint64{}, ChainLength: map[string]uint64{},
+		Groups: map[string]GroupSummary{}, StopReason: m.StopReason(),
+	}
+	if s.Bugs == nil {
+		s.Bugs = []string{}
+	}
+	if s.Violations == nil {
+		s.Violations = []check.Violation{}
+	}
+	for i := 0; i < m.NumCPUs(); i++ {
+		if t := m.Stats[i].SimTime.Load(); t > s.SimTimeNs {
+			s.SimTimeNs = t
+		}
+	}
+	for k := stats.Counter(0); k < stats.NumCounters; k++ {
+		s.Counters[stats.CounterNames[k]] = stats.Sum(m.Stats, k)
+	}
+	for rsn := trace.MigrateReason(0); rsn < trace.NumReasons; rsn++ {
+		var n uint64
+		for _, st := range m.Stats {
+			n += st.MigrateBy[rsn].Load()
+		}
+		s.MigrationsByReason[rsn.String()] = n
+	}
+	for b := 0; b < stats.HistBuckets; b++ {
+		var n uint64
+		for _, st := range m.Stats {
+			n += st.H[stats.HistChainLength][b].Load()
+		}
+		if n > 0 {
+			s.ChainLength[histLabel(b)] = n
+		}
+	}
+	s.ContextSwitches = s.Counters["context_switches"]
+	s.Wakeups = s.Counters["wakeups"]
+	s.Migrations = s.Counters["migrations"]
+	s.MutexContentions = s.Counters["mutex_contentions"]
+	if r.Jitter != nil {
+		s.Counters["jitter_injected"] = r.Jitter.Fired()
+	}
+	if r.Stutter != nil {
+		s.Counters["stutter_pauses"] = r.Stutter.Pauses()
+	}
+	if s.WallTimeNs > 0 {
+		sec := float64(s.WallTimeNs) / 1e9
+		s.SwitchesPerWallSecond = float64(s.ContextSwitches) / sec
+		s.EventsPerWallSecond = float64(m.Log.Seq()) / sec
+	}
+	if m.Stuck {
+		// CPUs are still running: reading tasks would race.
+		return s
+	}
+	type acc struct {
+		g         GroupSummary
+		wait, lat stats.Hist
+	}
+	accs := make([]acc, len(r.Scenario.Groups))
+	for _, p := range m.Tasks() {
+		if p == nil {
+			continue
+		}
+		s.Tasks++
+		a := &accs[p.Group]
+		a.g.Tasks++
+		a.g.RuntimeNs += p.SE.SumExecRuntime
+		a.g.DonatedNs += p.SE.DonatedRuntime
+		a.g.MutexAcquires += p.Stats.Acquires
+		a.wait.Merge(&p.Stats.MutexWait)
+		a.lat.Merge(&p.Stats.WakeLatency)
+	}
+	for i, g := range r.Scenario.Groups {
+		a := &accs[i]
+		a.g.MaxMutexWaitNs = a.wait.Max
+		a.g.P99MutexWaitNs = a.wait.Quantile(0.99)
+		a.g.MaxWakeupLatencyNs = a.lat.Max
+		a.g.P99WakeupLatencyNs = a.lat.Quantile(0.99)
+		s.Groups[g.Name] = a.g
+	}
+	for _, e := range m.Dep.Edges() {
+		s.LockOrderEdges = append(s.LockOrderEdges, e[0].String()+" -> "+e[1].String())
+	}
+	sort.Strings(s.LockOrderEdges)
+	return s
+}
+
+func histLabel(b int) string {
+	if b == 0 {
+		return "0"
+	}
+	if b >= stats.HistBuckets-1 {
+		return fmt.Sprintf("%d+", 1<<(b-1))
+	}
+	lo, hi := 1<<(b-1), (1<<b)-1
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d-%d", lo, hi)
+}
+
+// Failed reports whether the run broke an invariant.
+func (s *Summary) Failed() bool { return len(s.Violations) > 0 }
+
+// TaskName names a task id for traces and reports.
+func (r *Run) TaskName(id int32) string {
+	if id < 0 {
+		return fmt.Sprintf("idle/%d", -id-1)
+	}
+	if p := r.Machine.Task(int(id)); p != nil {
+		return p.String()
+	}
+	if id == 0 {
+		return "-"
+	}
+	return fmt.Sprint(id)
+}
+
+var _ = task.Running

@@ -1,0 +1,490 @@
+package workload
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/proxysim/proxysim/internal/task"
+)
+
+func TestParseExamples(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			s, err := ParseFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Plan(4, 1); err != nil {
+				t.Fatalf("Plan(4, 1): %v", err)
+			}
+			if s.CPUs > 0 {
+				if _, err := s.Plan(s.CPUs, 1); err != nil {
+					t.Fatalf("Plan(%d, 1): %v", s.CPUs, err)
+				}
+			}
+			// Parse(Encode(s)) == s for files too.
+			out, err := Encode(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Parse(f, out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if !reflect.DeepEqual(s, back) {
+				t.Fatalf("round trip differs:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestExampleContents(t *testing.T) {
+	inv, err := ParseFile("testdata/inversion.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.CPUs != 2 || !reflect.DeepEqual(inv.Mutexes, []string{"a"}) {
+		t.Errorf("inversion: cpus %d mutexes %v", inv.CPUs, inv.Mutexes)
+	}
+	type gsum struct {
+		name   string
+		count  int
+		policy task.Policy
+		prio   int
+	}
+	var got []gsum
+	for _, g := range inv.Groups {
+		got = append(got, gsum{g.Name, g.Count, g.Policy, g.Prio})
+	}
+	want := []gsum{{"high", 1, task.FIFO, 90}, {"medium", 2, task.FIFO, 50}, {"low", 1, task.Normal, 0}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("inversion groups %+v, want %+v", got, want)
+	}
+
+	ch, err := ParseFile("testdata/chain.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := ch.Plan(4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.CPUs != 3 || len(plans) != 3 {
+		t.Fatalf("chain: cpus %d, %d tasks", ch.CPUs, len(plans))
+	}
+	// Every task sits on its own CPU, and A is the only RT task.
+	seen := map[int]bool{}
+	for _, tp := range plans {
+		if tp.Mask.Weight() != 1 {
+			t.Errorf("chain: task %s mask %v, want one CPU", tp.Name, tp.Mask)
+		}
+		seen[tp.Mask.Next(0)] = true
+		if rt := tp.Policy.RT(); rt != (tp.Name == "A") {
+			t.Errorf("chain: task %s policy %v", tp.Name, tp.Policy)
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("chain: tasks share CPUs: %v", seen)
+	}
+}
+
+// TestDocExample checks that the example in the package comment of
+// file.go is testdata/features.json.
+func TestDocExample(t *testing.T) {
+	src, err := os.ReadFile("file.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc []string
+	in := false
+	for _, l := range strings.Split(string(src), "\n") {
+		if !strings.HasPrefix(l, "//\t") {
+			if in {
+				break
+			}
+			continue
+		}
+		in = true
+		doc = append(doc, strings.TrimPrefix(l, "//\t"))
+	}
+	file, err := os.ReadFile("testdata/features.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(doc, "\n")+"\n", string(file); got != want {
+		t.Errorf("doc example differs from testdata/features.json:\n%s", got)
+	}
+	s, err := Parse("doc", []byte(strings.Join(doc, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := s.Groups[1].Program
+	if len(low) != 15 {
+		t.Fatalf("low has %d instructions", len(low))
+	}
+	checks := []struct {
+		pc   int
+		want Op
+	}{
+		{0, Op{Op: task.Op{Kind: task.OpLock}, TargetGroup: -1, MutexMode: MutexSlot}},
+		{3, Op{Op: task.Op{Kind: task.OpWake}, TargetGroup: 0, TargetIndex: Self}},
+		{4, Op{Op: task.Op{Kind: task.OpWake}, TargetGroup: 0, TargetIndex: 0}},
+		{5, Op{Op: task.Op{Kind: task.OpWake}, TargetGroup: 1, TargetIndex: Self, TargetOffset: 1}},
+		{6, Op{Op: task.Op{Kind: task.OpChoose, Prob: 0.5}, TargetGroup: -1}},
+		{7, Op{Op: task.Op{Kind: task.OpAffinity, Mask: task.MaskOf(0, 1)}, TargetGroup: -1}},
+		{8, Op{Op: task.Op{Kind: task.OpAffinity, Count: 2}, TargetGroup: -1}},
+		{9, Op{Op: task.Op{Kind: task.OpAffinity, Count: -1}, TargetGroup: -1}},
+		{10, Op{Op: task.Op{Kind: task.OpSetPrio, Policy: task.FIFO, Prio: 50}, TargetGroup: -1}},
+		{13, Op{Op: task.Op{Kind: task.OpLoop, Count: 3}, TargetGroup: -1}},
+		{14, Op{Op: task.Op{Kind: task.OpExit}, TargetGroup: -1}},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(low[c.pc], c.want) {
+			t.Errorf("low[%d] = %+v, want %+v", c.pc, low[c.pc], c.want)
+		}
+	}
+	high := s.Groups[0].Program
+	if o := high[4].Op; o.Min != 4e6 || o.Max != 6e6 {
+		t.Errorf("sleep 4ms-6ms parsed as %d-%d", o.Min, o.Max)
+	}
+	if o := high[1]; o.MutexMode != MutexFixed || o.Mutex != 0 {
+		t.Errorf("lock a parsed as %+v", o)
+	}
+	if o := high[5].Op; o.Kind != task.OpLoop || o.Jump != 1 || o.Count != 0 {
+		t.Errorf("loop parsed as %+v", o)
+	}
+}
+
+func TestBuiltinRoundTrip(t *testing.T) {
+	for _, name := range BuiltinNames() {
+		t.Run(name, func(t *testing.T) {
+			s, err := Builtin(name, 8, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := Encode(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Parse(name+".json", out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if !reflect.DeepEqual(s, back) {
+				for gi := range s.Groups {
+					if !reflect.DeepEqual(s.Groups[gi], back.Groups[gi]) {
+						t.Errorf("group %d:\n got %+v\nwant %+v", gi, back.Groups[gi], s.Groups[gi])
+					}
+				}
+				t.Fatalf("round trip differs:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestDurations(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		min, max int64
+	}{
+		{`"100us"`, 100 * us, 0},
+		{`"100µs"`, 100 * us, 0},
+		{`"1.5ms"`, 1500 * us, 0},
+		{`"4ms-6ms"`, 4 * ms, 6 * ms},
+		{`"4ms - 6ms"`, 4 * ms, 6 * ms},
+		{`"5ms-5ms"`, 5 * ms, 5 * ms},
+		{`"0s"`, 0, 0},
+		{`2500`, 2500, 0},
+		{`1e3`, 1000, 0},
+		{`"1h2m3.000000004s"`, 3723000000004, 0},
+	} {
+		src := `{"groups": [{"name": "g", "program": [{"compute": ` + c.in + `}]}]}`
+		s, err := Parse("d.json", []byte(src))
+		if err != nil {
+			t.Errorf("%s: %v", c.in, err)
+			continue
+		}
+		if o := s.Groups[0].Program[0].Op; o.Min != c.min || o.Max != c.max {
+			t.Errorf("%s: got %d-%d, want %d-%d", c.in, o.Min, o.Max, c.min, c.max)
+		}
+	}
+	for _, ns := range []int64{0, 1, 999, 1000, 1001, 1500 * us, 59 * 1e9, 61e9 + 7, 1 << 62} {
+		if got, err := parseDur(fmtDuration(ns)); err != nil || got != ns {
+			t.Errorf("fmtDuration(%d) = %q, parses back as %d, %v", ns, fmtDuration(ns), got, err)
+		}
+	}
+}
+
+func parseDur(s string) (int64, error) {
+	src := `{"groups": [{"name": "g", "program": [{"sleep": "` + s + `"}]}]}`
+	sc, err := Parse("d.json", []byte(src))
+	if err != nil {
+		return 0, err
+	}
+	return sc.Groups[0].Program[0].Min, nil
+}
+
+// good is a valid file that the bad cases below break one line at a time.
+const good = `{
+  "name": "t",
+  "mutexes": ["a", "b"],
+  "groups": [
+    {"name": "g", "count": 2, "policy": "fifo", "priority": 10, "slots": 1,
+     "program": [
+       {"lock": "$0"},
+       {"compute": "1ms"},
+       {"unlock": "$0"},
+       {"loop": {"to": 0}}
+     ]}
+  ]
+}`
+
+// edit replaces old (which must occur in good) by new.
+func edit(old, new string) string {
+	if !strings.Contains(good, old) {
+		panic("edit: " + old)
+	}
+	return strings.Replace(good, old, new, 1)
+}
+
+func TestParseErrors(t *testing.T) {
+	if _, err := Parse("good.json", []byte(good)); err != nil {
+		t.Fatalf("base case: %v", err)
+	}
+	cases := []struct {
+		name string
+		src  string
+		want string
+		line int // 0: no line expected
+	}{
+		{"unknown top-level key", edit(`"name": "t",`, `"name": "t", "cpu": 2,`),
+			`unknown key "cpu" (want one of name, cpus, mutexes, groups)`, 2},
+		{"unknown group key", edit(`"priority": 10,`, `"priority": 10, "prio": 3,`),
+			`groups[0]: unknown key "prio"`, 5},
+		{"two keys in one instruction", edit(`{"compute": "1ms"}`, `{"compute": "1ms", "sleep": "1ms"}`),
+			`groups[0].program[1]: two keys "compute" and "sleep" in one instruction`, 8},
+		{"empty instruction", edit(`{"compute": "1ms"}`, `{}`),
+			`groups[0].program[1]: empty instruction`, 8},
+		{"unknown instruction", edit(`{"lock": "$0"}`, `{"lok": "$0"}`),
+			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit)`, 7},
+		{"bad duration", edit(`"1ms"`, `"1 ms"`),
+			`groups[0].program[1].compute: bad duration "1 ms"`, 8},
+		{"duration without unit", edit(`"1ms"`, `"100"`),
+			`groups[0].program[1].compute: bad duration "100"`, 8},
+		{"negative duration", edit(`"1ms"`, `-5`),
+			`groups[0].program[1].compute: negative duration`, 8},
+		{"min greater than max", edit(`"1ms"`, `"6ms-4ms"`),
+			`groups[0].program[1].compute: bad range "6ms-4ms": MIN 6ms greater than MAX 4ms`, 8},
+		{"unknown mutex", edit(`{"lock": "$0"}`, `{"lock": "c"}`),
+			`groups[0].program[0].lock: unknown mutex "c"`, 7},
+		{"slot out of range", edit(`{"lock": "$0"}`, `{"lock": "$1"}`),
+			`groups[0].program[0].lock: slot $1 out of range: group "g" has 1 slots`, 7},
+		{"bad slot", edit(`{"lock": "$0"}`, `{"lock": "$"}`),
+			`groups[0].program[0].lock: bad mutex slot "$"`, 7},
+		{"more slots than mutexes", edit(`"slots": 1`, `"slots": 3`),
+			`groups[0].slots: 3 slots out of range 0..2`, 5},
+		{"jump target out of range", edit(`{"to": 0}`, `{"to": 4}`),
+			`groups[0].program[3].loop.to: jump target 4 out of range 0..3`, 10},
+		{"negative jump target", edit(`{"loop": {"to": 0}}`, `{"choose": {"p": 0.5, "to": -1}}`),
+			`groups[0].program[3].choose.to: jump target -1 out of range 0..3`, 10},
+		{"loop without to", edit(`{"to": 0}`, `{"count": 2}`),
+			`groups[0].program[3].loop: missing key "to"`, 10},
+		{"bad probability", edit(`{"loop": {"to": 0}}`, `{"choose": {"p": 1.5, "to": 0}}`),
+			`groups[0].program[3].choose.p: probability 1.5 out of range 0..1`, 10},
+		{"bad policy", edit(`"fifo"`, `"deadline"`),
+			`groups[0].policy: unknown policy "deadline" (want normal, fifo or rr)`, 5},
+		{"rt priority out of range", edit(`"priority": 10`, `"priority": 100`),
+			`groups[0].priority: rt priority 100 out of range 1..99`, 5},
+		{"rt priority missing", edit(`"priority": 10,`, ``),
+			`groups[0].priority: rt priority 0 out of range 1..99`, 5},
+		{"nice out of range", edit(`"policy": "fifo", "priority": 10`, `"policy": "normal", "priority": 20`),
+			`groups[0].priority: nice 20 out of range -20..19`, 5},
+		{"setprio priority out of range", edit(`{"compute": "1ms"}`, `{"setprio": {"policy": "rr", "priority": 0}}`),
+			`groups[0].program[1].setprio.priority: rt priority 0 out of range 1..99`, 8},
+		{"duplicate group name", edit(`]}
+  ]`, `]},
+    {"name": "g", "program": [{"yield": true}]}
+  ]`),
+			`groups[1].name: duplicate group name "g" (also groups[0])`, 12},
+		{"duplicate mutex", edit(`["a", "b"]`, `["a", "a"]`),
+			`mutexes[1]: duplicate mutex "a"`, 3},
+		{"duplicate key", edit(`"name": "t",`, `"name": "t", "name": "u",`),
+			`duplicate key "name"`, 2},
+		{"syntax error", edit(`{"loop": {"to": 0}}`, `{"loop": {"to": 0}},`),
+			`syntax error: invalid character ']'`, 11},
+		{"missing comma", edit(`{"compute": "1ms"},`, `{"compute": "1ms"}`),
+			`syntax error: invalid character '{' after array element`, 9},
+		{"trailing garbage", good + "\n\nxyz\n", `unexpected data after the top-level object`, 15},
+		{"second object", good + "{}", `unexpected data after the top-level object`, 13},
+		{"truncated", good[:len(good)-4], `syntax error: unexpected end of JSON input`, 12},
+		{"empty file", "  \n", `empty file`, 0},
+		{"not an object", `[1, 2]`, `want a JSON object at the top level, got an array`, 1},
+		{"empty groups", `{"groups": []}`, `groups: empty (want at least one group)`, 1},
+		{"missing groups", `{"name": "x"}`, `missing key "groups"`, 1},
+		{"empty program", edit(`"program": [
+       {"lock": "$0"},
+       {"compute": "1ms"},
+       {"unlock": "$0"},
+       {"loop": {"to": 0}}
+     ]`, `"program": []`), `groups[0].program: empty program`, 6},
+		{"wake of unknown group", edit(`{"compute": "1ms"}`, `{"wake": "h"}`),
+			`groups[0].program[1].wake: unknown group "h"`, 8},
+		{"wake object of unknown group", edit(`{"compute": "1ms"}`, `{"wake": {"group": "h", "offset": 1}}`),
+			`groups[0].program[1].wake.group: unknown group "h"`, 8},
+		{"wake index out of range", edit(`{"compute": "1ms"}`, `{"wake": {"group": "g", "index": 2}}`),
+			`groups[0].program[1].wake.index: task 2 out of range 0..1 of group "g"`, 8},
+		{"wake index and offset", edit(`{"compute": "1ms"}`, `{"wake": {"group": "g", "index": 1, "offset": 1}}`),
+			`groups[0].program[1].wake: both index and offset`, 8},
+		{"affinity two modes", edit(`{"compute": "1ms"}`, `{"affinity": {"window": 2, "all": true}}`),
+			`groups[0].program[1].affinity: want exactly one of cpus, window, all (got 2)`, 8},
+		{"affinity bad cpulist", edit(`{"compute": "1ms"}`, `{"affinity": {"cpus": "0-x"}}`),
+			`groups[0].program[1].affinity.cpus: bad cpu "x"`, 8},
+		{"affinity index without group", edit(`{"compute": "1ms"}`, `{"affinity": {"all": true, "index": 0}}`),
+			`groups[0].program[1].affinity: index without group`, 8},
+		{"group cpus", edit(`"slots": 1,`, `"slots": 1, "cpus": "3-1",`),
+			`groups[0].cpus: cpu range "3-1" outside`, 5},
+		{"yield false", edit(`{"compute": "1ms"}`, `{"yield": false}`),
+			`groups[0].program[1].yield: must be true`, 8},
+		{"type mismatch count", edit(`"count": 2`, `"count": "2"`),
+			`groups[0].count: want an integer, got a string`, 5},
+		{"fractional count", edit(`"count": 2`, `"count": 2.5`),
+			`groups[0].count: want an integer, got 2.5`, 5},
+		{"zero count", edit(`"count": 2`, `"count": 0`),
+			`groups[0].count: 0 out of range`, 5},
+		{"null name", edit(`"name": "t"`, `"name": null`),
+			`name: want a string, got null`, 2},
+		{"instruction not an object", edit(`{"compute": "1ms"}`, `"compute"`),
+			`groups[0].program[1]: want an instruction object`, 8},
+		{"self without mutexes", `{"groups": [{"name": "g", "program": [{"lock": "$self"}]}]}`,
+			`groups[0].program[0].lock: $self but the scenario has no mutexes`, 1},
+		{"mutex name with $", edit(`["a", "b"]`, `["a", "$b"]`),
+			`mutexes[1]: mutex name "$b" starts with $`, 3},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if seen[c.name] {
+				t.Fatalf("duplicate case name")
+			}
+			seen[c.name] = true
+			s, err := Parse("bad.json", []byte(c.src))
+			if err == nil {
+				t.Fatalf("no error; parsed %+v", s)
+			}
+			msg := err.Error()
+			if strings.ContainsAny(msg, "\n\r") {
+				t.Errorf("error spans lines: %q", msg)
+			}
+			if !strings.HasPrefix(msg, "bad.json: ") {
+				t.Errorf("error %q does not start with the file name", msg)
+			}
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("error %q\ndoes not contain %q", msg, c.want)
+			}
+			if c.line > 0 {
+				if want := "bad.json: line " + strconv.Itoa(c.line) + ": "; !strings.HasPrefix(msg, want) {
+					t.Errorf("error %q: want line %d", msg, c.line)
+				}
+			}
+		})
+	}
+}
+
+func TestParseFileErrors(t *testing.T) {
+	_, err := ParseFile("testdata/does-not-exist.json")
+	if err == nil || !strings.HasPrefix(err.Error(), "testdata/does-not-exist.json: ") {
+		t.Errorf("missing file: %v", err)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{\n  \"groups\": [\n    {\"name\": \"g\", \"program\": [{\"lok\": \"a\"}]}\n  ]\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ParseFile(bad)
+	want := bad + `: line 3: groups[0].program[0]: unknown instruction "lok"`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %v, want prefix %q", err, want)
+	}
+}
+
+func TestEncodeErrors(t *testing.T) {
+	base := func() *Scenario {
+		return &Scenario{Mutexes: []string{"a"}, Groups: []Group{{Name: "g", Count: 1, Program: []Op{mk(task.Op{Kind: task.OpYield})}}}}
+	}
+	if _, err := Encode(base()); err != nil {
+		t.Fatalf("base: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		mod  func(s *Scenario)
+		want string
+	}{
+		{"nil", nil, "nil scenario"},
+		{"bad policy", func(s *Scenario) { s.Groups[0].Policy = task.IdlePolicy }, "policy 3 not representable"},
+		{"bad kind", func(s *Scenario) { s.Groups[0].Program[0].Kind = task.NumOps }, "unknown instruction"},
+		{"bad mutex", func(s *Scenario) {
+			s.Groups[0].Program[0] = mk(task.Op{Kind: task.OpLock, Mutex: 3})
+		}, "mutex 3 out of range"},
+		{"wake without target", func(s *Scenario) {
+			s.Groups[0].Program[0] = mk(task.Op{Kind: task.OpWake})
+		}, "wake without a target group"},
+		{"absolute target", func(s *Scenario) {
+			s.Groups[0].Program[0] = mk(task.Op{Kind: task.OpWake, Target: 1})
+		}, "absolute target task 1"},
+		{"zero count", func(s *Scenario) { s.Groups[0].Count = 0 }, "count: 0 out of range"},
+		{"bad jump", func(s *Scenario) {
+			s.Groups[0].Program[0] = mk(task.Op{Kind: task.OpLoop, Jump: 5})
+		}, "jump target 5 out of range"},
+	} {
+		var s *Scenario
+		if c.mod != nil {
+			s = base()
+			c.mod(s)
+		}
+		_, err := Encode(s)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(good))
+	f.Add([]byte(`{"groups": [{"name": "g", "program": [{"lock": "$"}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("f.json", data)
+		if err != nil {
+			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "f.json: ") {
+				t.Fatalf("bad error %q", msg)
+			}
+			return
+		}
+		out, err := Encode(s)
+		if err != nil {
+			t.Fatalf("Encode of a parsed scenario: %v", err)
+		}
+		back, err := Parse("f.json", out)
+		if err != nil {
+			t.Fatalf("reparse: %v\n%s", err, out)
+		}
+		if !reflect.DeepEqual(s, back) {
+			t.Fatalf("round trip differs:\n%s", out)
+		}
+	})
+}
