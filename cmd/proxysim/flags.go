@@ -91,6 +91,8 @@ func (s *seedFlag) value() uint64 {
 // machineFlags are the flags every simulating command shares.
 type machineFlags struct {
 	o        sim.Options
+	serve    serveFlags
+	logs     logFlags
 	bugNames []string
 	seed     seedFlag
 	json     bool
@@ -120,6 +122,8 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options) {
 	fs.StringVar(&mf.report, "report", "", "failure report file (default proxysim-report-SEED.txt when a run fails)")
 	fs.StringVar(&mf.trace, "trace", "", "write the last events as Chrome/Perfetto trace-event JSON to this file")
 	fs.IntVar(&mf.events, "report-events", 400, "events of all CPUs to include in a failure report")
+	mf.serve.register(fs)
+	mf.logs.register(fs)
 }
 
 // finish validates the flags after parsing.
@@ -160,7 +164,7 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 		return usagef("--bug needs --proxy-exec on: every catalogued bug lives in proxy-execution code")
 	}
 	mf.o.Seed = mf.seed.value()
-	return nil
+	return mf.serve.finish(mf)
 }
 
 func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {

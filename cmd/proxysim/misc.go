@@ -6,11 +6,15 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/sim"
 )
 
-const bugsUsage = `Usage: proxysim bugs [--json]
+const bugsUsage = `Usage: proxysim bugs [--json] [--hunt [--seeds N] [--budget D] [--only NAME]]
 
 Lists the catalogue of real proxy-execution bugs that proxysim can switch
 back on with --bug NAME (see proxy-exec-protocol notes, section 6).
@@ -20,23 +24,109 @@ Flags:
 
 func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("bugs", bugsUsage, stderr)
-	asJSON := fs.Bool("json", false, "print a JSON list of {name, fixed_in, description, number, detector}")
+	asJSON := fs.Bool("json", false, "print JSON (the catalogue: a list of {name, fixed_in, description, number, detector}; with --hunt: the table)")
+	hunt := fs.Bool("hunt", false, "measure time to detection: run 'proxysim stress --bug NAME' for every bug (or each --only) over --seeds seeds")
+	seeds := fs.Int("seeds", 5, "with --hunt: seeds per bug (1, 2, ...)")
+	budget := fs.Duration("budget", 60*time.Second, "with --hunt: wall-clock budget of one run")
+	control := fs.Duration("control", 20*time.Second, "with --hunt: length of the control run (no bug) per seed (0: none)")
+	var only []string
+	fs.Var(listFlag{&only}, "only", "with --hunt: hunt only this bug (repeatable)")
+	var sf stressFlags
+	sf.machineFlags.o = stressDefaults()
+	fs.IntVar(&sf.o.CPUs, "cpus", sf.o.CPUs, "with --hunt: simulated CPUs")
+	fs.Float64Var(&sf.o.Jitter, "jitter", sf.o.Jitter, "with --hunt: stress jitter probability")
 	if err := parse(fs, args, bugsUsage, stdout); err != nil {
 		return 0, err
 	}
 	if fs.NArg() > 0 {
 		return 0, usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if !*hunt {
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return exitOK, enc.Encode(bugs.Catalogue)
+		}
+		fmt.Fprintf(stdout, "%-24s %-13s %s\n", "NAME", "FIXED IN", "DESCRIPTION")
+		for _, b := range bugs.Catalogue {
+			fmt.Fprintf(stdout, "%-24s %-13s %s\n", b.Name, b.FixedIn, b.Description)
+		}
+		return exitOK, nil
+	}
+	if *seeds < 1 || *budget <= 0 || *control < 0 {
+		return 0, usagef("--seeds must be at least 1 and --budget positive")
+	}
+	if sf.o.CPUs < 1 || sf.o.CPUs > 1024 {
+		return 0, usagef("--cpus %d out of range 1-1024", sf.o.CPUs)
+	}
+	names := sim.BugNames()
+	if len(only) > 0 {
+		if _, err := bugs.Parse(only); err != nil {
+			return 0, usagef("--only: %v", err)
+		}
+		names = only
+	}
+	var rows []sim.HuntRow
+	for _, name := range names {
+		set, _ := bugs.Parse([]string{name})
+		var rs []sim.HuntResult
+		for seed := 1; seed <= *seeds; seed++ {
+			o := sf.o
+			o.Seed, o.Bugs = uint64(seed), set
+			r, err := sim.Hunt(o, *budget)
+			if err != nil {
+				return 0, err
+			}
+			fmt.Fprintf(stderr, "hunt: %-24s seed %d: caught=%v after %v %s\n", name, seed, r.Caught, r.Elapsed.Round(time.Millisecond), r.Invariant)
+			rs = append(rs, r)
+		}
+		rows = append(rows, sim.SummarizeHunt(name, rs))
+	}
+	var ctl []sim.HuntResult
+	if *control > 0 {
+		for seed := 1; seed <= *seeds; seed++ {
+			o := sf.o
+			o.Seed = uint64(seed)
+			r, err := sim.Hunt(o, *control)
+			if err != nil {
+				return 0, err
+			}
+			fmt.Fprintf(stderr, "hunt: control (no bug)         seed %d: violation=%v %s\n", seed, r.Caught, r.Message)
+			ctl = append(ctl, r)
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return exitOK, enc.Encode(bugs.Catalogue)
+		return exitOK, enc.Encode(map[string]any{"bugs": rows, "control": ctl, "budget_ns": *budget, "cpus": sf.o.CPUs})
 	}
-	fmt.Fprintf(stdout, "%-26s %-13s %s\n", "NAME", "FIXED IN", "DESCRIPTION")
-	for _, b := range bugs.Catalogue {
-		fmt.Fprintf(stdout, "%-26s %-13s %s\n", b.Name, b.FixedIn, b.Description)
+	fmt.Fprintf(stdout, "time to detection, proxysim stress --cpus %d, %d seeds, budget %v per run\n", sf.o.CPUs, *seeds, *budget)
+	fmt.Fprintf(stdout, "%-24s %-7s %-9s %-9s %s\n", "BUG", "CAUGHT", "MEDIAN", "MAX", "CAUGHT BY")
+	code := exitOK
+	for _, r := range rows {
+		var inv []string
+		for k, v := range r.Invariants {
+			inv = append(inv, fmt.Sprintf("%s x%d", k, v))
+		}
+		sort.Strings(inv)
+		fmt.Fprintf(stdout, "%-24s %d/%-5d %-9v %-9v %s\n", r.Bug, r.Caught, r.Runs, r.Median.Round(10*time.Millisecond), r.Max.Round(10*time.Millisecond), strings.Join(inv, ", "))
+		if r.Caught < r.Runs {
+			code = exitViolation
+		}
 	}
-	return exitOK, nil
+	if len(ctl) > 0 {
+		bad := 0
+		for _, r := range ctl {
+			if r.Caught {
+				bad++
+			}
+		}
+		fmt.Fprintf(stdout, "control (no bug)         %d of %d runs of %v found a violation\n", bad, len(ctl), *control)
+		if bad > 0 {
+			code = exitViolation
+		}
+	}
+	return code, nil
 }
 
 func cmdVersion(args []string, stdout, stderr io.Writer) (int, error) {

@@ -32,17 +32,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := mf.finish(fs); err != nil {
 		return 0, err
 	}
-	return runOnce(&mf, "run", args, stdout, stderr)
+	log, err := mf.logs.build()
+	if err != nil {
+		return 0, err
+	}
+	defer log.Sync()
+	return runOnce(&mf, "run", args, stdout, stderr, log)
 }
 
 // runOnce builds, runs and reports one simulation.
-func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Writer) (int, error) {
+func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Writer, log *zap.Logger) (int, error) {
 	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
 	if err != nil {
 		return 0, usageError{err.Error()}
 	}
 	cmdline := reproduce(verb, args, mf)
-	fmt.Fprintf(stderr, "proxysim: seed %d (reproduce: %s)\n", mf.o.Seed, cmdline)
 	r, err := sim.Build(mf.o, sc)
 	if err != nil {
 		return 0, usageError{err.Error()}
@@ -52,6 +56,15 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 			return 0, usagef("--report: %v", err)
 		}
 	}
+	log.Info("proxysim run starting", zap.Uint64("seed", mf.o.Seed), zap.String("reproduce", cmdline),
+		zap.Int("cpus", r.Machine.NumCPUs()), zap.Int("tasks", len(r.Machine.Tasks())-1), zap.String("workload", sc.Name),
+		zap.Bool("proxy_exec", mf.o.Proxy), zap.Strings("bugs", mf.o.Bugs.Names()), zap.Duration("sim_time", mf.o.SimTime),
+		zap.Duration("epoch", mf.o.Epoch), zap.Int("shard", mf.serve.shard), zap.Int("shards", mf.serve.shards))
+	stopMetrics, err := startMetrics(&mf.serve, r, log)
+	if err != nil {
+		return 0, err
+	}
+	defer stopMetrics()
 	s := r.Execute()
 	code := exitOK
 	if s.Failed() {

@@ -37,7 +37,6 @@ Flags:
 
 type stressFlags struct {
 	machineFlags
-	logs         logFlags
 	statInterval time.Duration
 }
 
@@ -62,7 +61,6 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.DurationVar(&sf.o.Stutter, "stutter", def.Stutter, "pause every CPU and release them together every this much wall time (0: off)")
 	fs.DurationVar(&sf.o.ShuffleInterval, "shuffle-interval", def.ShuffleInterval, "virtual time between affinity shuffles on each busy CPU (0: off)")
 	fs.DurationVar(&sf.statInterval, "stat-interval", 10*time.Second, "print a statistics line this often (0: never)")
-	sf.logs.register(fs.FlagSet)
 }
 
 func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
@@ -114,7 +112,8 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		zap.Int("tasks", len(r.Machine.Tasks())-1), zap.String("workload", sc.Name), zap.Bool("proxy_exec", mf.o.Proxy),
 		zap.Strings("bugs", mf.o.Bugs.Names()), zap.Duration("duration", mf.o.Duration), zap.Float64("jitter", mf.o.Jitter),
 		zap.Duration("stutter", mf.o.Stutter), zap.Duration("shuffle_interval", mf.o.ShuffleInterval),
-		zap.Duration("epoch", mf.o.Epoch), zap.Int("audit_every", mf.o.AuditEvery), zap.String("report", mf.report))
+		zap.Duration("epoch", mf.o.Epoch), zap.Int("audit_every", mf.o.AuditEvery), zap.String("report", mf.report),
+		zap.Int("shard", mf.serve.shard), zap.Int("shards", mf.serve.shards), zap.String("metrics_addr", mf.serve.metricsAddr))
 
 	// Signals: the first stops the run cleanly, a second exits at once.
 	sigs := make(chan os.Signal, 2)
@@ -137,6 +136,10 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		case <-done:
 		}
 	}()
+	stopMetrics, err := startMetrics(&mf.serve, r, log)
+	if err != nil {
+		return 0, err
+	}
 	if sf.statInterval > 0 {
 		go statLoop(r, sf, log, done)
 	}
@@ -165,6 +168,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 	} else {
 		sim.FormatSummary(stdout, s)
 	}
+	stopMetrics()
 	return code, nil
 }
 

@@ -60,7 +60,6 @@ const (
 	NeedReschedCleared              // 16
 	BlockTaskNotLast                // 18
 	WakelistMigrating               // 25
-	DonorDeactivateFail             // 26
 	ParkDonorNotLink                // 19
 	NumBugs
 )
@@ -119,10 +118,7 @@ var Catalogue = []Bug{
 		"audit: waiter stranded on an awake owner's list (invariant 15)"},
 	{WakelistMigrating, 25, "wakelist-migrating", "v23",
 		"ttwu queues a MIGRATING task on a remote wake list: the remote CPU waits in task_rq_lock for a move that needs it",
-		"watchdog: CPUs stuck"},
-	{DonorDeactivateFail, 26, "donor-deactivate-fail", "v21/v22",
-		"proxy_deactivate fails for a donor with a pending wakeup and nothing returns it: the donor stays queued, unreturned",
-		"audit: BO_WAKING / blocked donor unreturned beyond the bound"},
+		"wake-list check: a queued entry is not off-queue (invariant 6); watchdog if a CPU spins in task_rq_lock"},
 	{ParkDonorNotLink, 19, "park-donor-not-link", "v14",
 		"proxy_enqueue_on_owner parks the donor instead of the last link before the sleeping owner: wakeups of mid-chain tasks are lost",
 		"audit: parked task's sleeping owner is not its lock owner (invariant 14)"},

@@ -161,7 +161,7 @@ func (cp *CPU) iterate(horizon int64) bool {
 	}
 	if r.NeedResched() {
 		cp.schedule(true)
-		return false
+		return c.Now >= horizon
 	}
 	if curr == r.Idle {
 		// NOHZ idle: jump to the next timer, or park until the epoch

@@ -38,6 +38,7 @@ type Config struct {
 	HangTimeout    time.Duration
 	ShuffleEvery   int64 // virtual ns between affinity shuffles per busy CPU (0: off)
 	SwitchCost     int64 // virtual ns per context switch
+	SchedCost      int64 // virtual ns per __schedule call (a CPU spinning in the pick loop still spends time)
 	OpCost         int64 // virtual ns per non-compute instruction
 	// Hooks, if set, gives each CPU its lock-layer hooks (jitter, conductor).
 	Hooks func(cpu int) spinlock.Hooks
@@ -50,7 +51,7 @@ func DefaultConfig() Config {
 	return Config{
 		CPUs: 256, Tick: 1_000_000, Epoch: 1_000_000, SimTime: 1_000_000_000, Proxy: true, SleepingOwners: true,
 		RingSize: 2048, Balance: 4_000_000, AuditEvery: 50, ProgressBound: 2_000_000_000, WakingBound: 200_000_000,
-		HangTimeout: 30 * time.Second, SwitchCost: 1_000, OpCost: 100,
+		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100,
 	}
 }
 
@@ -74,6 +75,7 @@ type Machine struct {
 	started   bool
 	wg        sync.WaitGroup
 	epochs    atomic.Uint64
+	detected  atomic.Int64 // wall clock (unix ns) of the first violation
 	wallStart time.Time
 	wallEnd   time.Time
 	// Stuck is set when CPUs did not stop after a hang or violation.
@@ -93,7 +95,10 @@ func New(cfg Config) (*Machine, error) {
 	m := &Machine{cfg: cfg, tasks: []*task.Task{nil}, stopReq: make(chan struct{}, 1)}
 	m.Log = trace.NewLog(cfg.CPUs, cfg.RingSize)
 	m.Rep = check.NewReporter()
-	m.Rep.OnFirst = func(v check.Violation) { m.Stop("violation: " + v.String()) }
+	m.Rep.OnFirst = func(v check.Violation) {
+		m.detected.Store(time.Now().UnixNano())
+		m.Stop("violation: " + v.String())
+	}
 	m.Dep = spinlock.NewValidator(func(inv spinlock.Inversion) {
 		m.report(inv.CPU, check.InvLockOrder, nil, inv.String(), -1)
 	})
@@ -282,6 +287,16 @@ func (m *Machine) Run() {
 	go func() { m.wg.Wait(); close(finished) }()
 	m.watch(finished)
 	m.wallEnd = time.Now()
+}
+
+// DetectedAfter is the wall time from the start of Run to the first
+// violation, or 0 if there was none.
+func (m *Machine) DetectedAfter() time.Duration {
+	d := m.detected.Load()
+	if d == 0 {
+		return 0
+	}
+	return time.Duration(d - m.wallStart.UnixNano())
 }
 
 // WallTime is how long Run took.

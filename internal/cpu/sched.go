@@ -80,6 +80,11 @@ func (cp *CPU) schedule(preempt bool) {
 	if next != prev {
 		cp.switchTo(prev, next)
 	}
+	// The pick itself takes time (not charged to any task): a CPU that
+	// keeps re-picking, e.g. waiting for an owner to land, still moves
+	// through virtual time, reaches the epoch's end and lets audits run.
+	c.Now += m.cfg.SchedCost
+	c.Stats.SimTime.Store(c.Now)
 	r.SetNextTask(c)
 	r.PublishPrio(c)
 	r.RunBalanceCallbacks(c)

@@ -1,7 +1,10 @@
 package cpu
 
 import (
+	"fmt"
+
 	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/proxy"
 	"github.com/proxysim/proxysim/internal/rq"
@@ -289,6 +292,12 @@ func (cp *CPU) ttwuPending() {
 	var misplaced []*task.Task
 	for i := len(list) - 1; i >= 0; i-- {
 		p := list[i]
+		if on := p.OnRQ(); on != task.OnRQNone {
+			// A wake-list entry must be off every runqueue: the remote CPU
+			// enqueues it without pi_lock (v23: never queue a MIGRATING
+			// task here; its mover may spin for it in task_rq_lock).
+			cp.m.Report(c, check.InvOneQueue, p, fmt.Sprintf("%v taken off cpu%d's wake list with on_rq=%d: it was queued there while still on a runqueue or moving", p, r.CPU, on))
+		}
 		if p.CPU() != r.CPU {
 			rq.SetTaskCPU(c, p, r.CPU, false, trace.ReasonWake)
 		}

@@ -181,6 +181,10 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 			}
 		}
 		onRQ := owner.OnRQ() // READ_ONCE (v18: every use reads it anew)
+		// A yield point between the on_rq test and the task_cpu read:
+		// nothing in the kernel waits here, but the window between the two
+		// loads is real, and stress jitter widens it.
+		c.Relax()
 		if onRQ == task.OnRQNone {
 			// Sleeping owner (tested before task_cpu, v18).
 			if currInChain {
@@ -297,9 +301,7 @@ out:
 		if !Deactivate(c, mach, r, donor) {
 			// proxy_deactivate failed (the donor has a wakeup pending):
 			// return it instead (v21/v22).
-			if !c.Bug(bugs.DonorDeactivateFail) {
-				ForceReturn(c, mach, r, donor)
-			}
+			ForceReturn(c, mach, r, donor)
 		}
 	case actReturn:
 		ForceReturn(c, mach, r, p)

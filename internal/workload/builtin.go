@@ -285,11 +285,11 @@ func stress(cpus, ntasks int) *Scenario {
 			}},
 			{Name: "sleeper", Count: ns, Policy: task.Normal, Slots: 2, Program: []Op{
 				/* 0 */ lockSlot(0),
-				/* 1 */ sleep(50*us, 500*us), // owner asleep holding
-				/* 2 */ lockSlot(1),
-				/* 3 */ compute(5*us, 50*us),
-				/* 4 */ unlockSlot(1),
-				/* 5 */ unlockSlot(0),
+				/* 1 */ sleep(50*us, 500*us), // owner asleep holding: donors park on it
+				/* 2 */ unlockSlot(0), // released right after its wakeup (activation races the hand-off)
+				/* 3 */ lockSlot(1),
+				/* 4 */ compute(5*us, 50*us),
+				/* 5 */ unlockSlot(1),
 				/* 6 */ sleep(100*us, 1*ms),
 				/* 7 */ wake(0, 3),
 				/* 8 */ loop(0),

@@ -1,0 +1,367 @@
+package metrics
+
+import (
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// Namespace prefixes every metric of this package.
+const Namespace = "proxysim"
+
+// Source is what a scrape reads from a running machine. *cpu.Machine
+// satisfies it. Every method must be safe to call while the machine runs.
+type Source interface {
+	CPUStats() []*stats.CPU
+	LockStats() []*spinlock.CPU
+	ViolationCounts() map[check.Invariant]uint64
+	EventCount() uint64
+	NrRunning() []int
+}
+
+// RunInfo describes the run behind a Source (proxysim_run_info and
+// proxysim_shards).
+type RunInfo struct {
+	Workload  string
+	Seed      uint64
+	ProxyExec bool
+	Shard     int
+	Shards    int
+}
+
+// Options configure a Collector.
+type Options struct {
+	// PerCPU adds a few per-CPU counter and gauge families
+	// (proxysim_cpu_*{cpu}). Histograms are never per-CPU.
+	PerCPU bool
+}
+
+// counterNameOverride renames a stats counter where the metric has a
+// name of its own (without the proxysim_ prefix and the _total suffix).
+var counterNameOverride = map[string]string{
+	"proxy_pick_same_rq": "proxy_picks",
+}
+
+// counterSkip lists stats counters exported some other way.
+var counterSkip = map[string]string{
+	// Every task_cpu change is counted, by reason, in
+	// proxysim_migrations_total{reason} (from MigrateBy); the sum over
+	// reasons equals this counter.
+	"migrations": "proxysim_migrations_total{reason}",
+}
+
+// counterHelp is the help text of each stats counter's metric.
+var counterHelp = map[string]string{
+	"context_switches":           "Context switches (the schedule() path switching to another task), as in /proc/schedstat.",
+	"wakeups":                    "Task wakeups (try_to_wake_up making a task runnable).",
+	"wakeups_remote":             "Wakeups queued on a remote CPU's wake list (ttwu_queue_wakelist).",
+	"wakeups_runnable":           "Wakeups of tasks that were still queued (ttwu_runnable).",
+	"preemptions":                "Preemptions of the running task (wakeup or tick preemption).",
+	"ticks":                      "Scheduler ticks handled.",
+	"ipis":                       "Inter-processor interrupts sent (reschedule and wake-list IPIs).",
+	"migrations_load_balance":    "Tasks moved by the load balancer.",
+	"migrations_affinity":        "Tasks moved because their affinity mask no longer allowed their CPU.",
+	"mutex_acquires":             "Kernel mutex acquisitions.",
+	"mutex_contentions":          "Mutex lock attempts that had to wait because the mutex was owned.",
+	"mutex_handoffs":             "Mutex hand-offs to a waiter on unlock.",
+	"proxy_pick_same_rq":         "Picks that ran a lock owner on behalf of a blocked donor queued on the same runqueue (proxy execution).",
+	"proxy_migrations":           "Blocked donors migrated to their lock owner's CPU (proxy migration).",
+	"chain_migrations":           "Donors migrated while following a blocked_on chain.",
+	"return_migrations":          "Proxy-migrated donors returned to a CPU of their affinity mask on wakeup.",
+	"force_returns":              "Donors forcibly returned to an allowed CPU (proxy_force_return).",
+	"sleeping_owner_enqueues":    "Blocked donors parked on a sleeping lock owner.",
+	"blocked_waiter_activations": "Parked waiters re-activated when their lock owner woke.",
+	"donor_handoffs":             "Mutex hand-offs to the blocked donor that was running the owner (blocked_donor).",
+	"find_proxy_task_calls":      "Calls of find_proxy_task.",
+	"find_proxy_task_retries":    "find_proxy_task calls that resolved no task and forced a re-pick.",
+	"find_proxy_task_spins":      "Steps along blocked_on chains taken by find_proxy_task, summed over calls.",
+	"proxy_resched_idle":         "Times proxy execution fell back to running idle (proxy_resched_idle).",
+	"proxy_deactivations":        "Blocked donors deactivated instead of proxied (proxy_deactivate).",
+	"lock_juggling_retries":      "Retries after dropping and retaking runqueue locks (lock-juggling windows).",
+	"on_cpu_waits":               "Waits for a task's on_cpu to clear before moving or waking it.",
+	"rt_pushes":                  "RT tasks pushed to another CPU.",
+	"rt_pulls":                   "RT tasks pulled from another CPU.",
+	"audits":                     "Stop-the-world invariant audits run.",
+	"exits":                      "Task exits.",
+	"jitter_injected":            "Stress jitter delays injected at lock yield points.",
+	"migrations":                 "Task CPU changes (se.nr_migrations).",
+	"mutex_waits_done":           "Mutex waits that ended in an acquisition.",
+	"affinity_shuffles":          "Affinity masks changed by the stress shuffler.",
+}
+
+// CounterHelp returns the help text of stats counter k's metric. A counter
+// added to stats without an entry in counterHelp still gets a generic one
+// (and fails TestCounterNames until it has its own).
+func CounterHelp(k stats.Counter) string {
+	n := stats.CounterNames[k]
+	if h := counterHelp[n]; h != "" {
+		return h
+	}
+	return "Simulator counter " + n + ", summed over CPUs."
+}
+
+// CounterMetricName returns the metric name of stats counter k, or "" if
+// k is exported some other way (see counterSkip).
+func CounterMetricName(k stats.Counter) string {
+	if k < 0 || k >= stats.NumCounters {
+		return ""
+	}
+	n := stats.CounterNames[k]
+	if _, skip := counterSkip[n]; skip {
+		return ""
+	}
+	if o, ok := counterNameOverride[n]; ok {
+		n = o
+	}
+	return Namespace + "_" + n + "_total"
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// state is what SetSource swaps in.
+type state struct {
+	src  Source
+	info RunInfo
+}
+
+// Collector is a prometheus.Collector over a Source. The zero value is not
+// usable: use NewCollector.
+type Collector struct {
+	opts  Options
+	state atomic.Pointer[state]
+
+	counters         [stats.NumCounters]*prometheus.Desc // nil where skipped
+	migrations       *prometheus.Desc
+	violations       *prometheus.Desc
+	simTime          *prometheus.Desc
+	events           *prometheus.Desc
+	runnable         *prometheus.Desc
+	blocked          *prometheus.Desc
+	lockAcquisitions *prometheus.Desc
+	lockContended    *prometheus.Desc
+	fptSpinsHist     *prometheus.Desc
+	chainHist        *prometheus.Desc
+	lockSpinsHist    *prometheus.Desc
+	runInfo          *prometheus.Desc
+	shards           *prometheus.Desc
+
+	cpuSwitches   *prometheus.Desc
+	cpuMigrations *prometheus.Desc
+	cpuProxyMigr  *prometheus.Desc
+	cpuSimTime    *prometheus.Desc
+	cpuNrRunning  *prometheus.Desc
+}
+
+// NewCollector returns a collector with no source: it exports nothing
+// until SetSource.
+func NewCollector(o Options) *Collector {
+	c := &Collector{opts: o}
+	for k := stats.Counter(0); k < stats.NumCounters; k++ {
+		if name := CounterMetricName(k); name != "" {
+			c.counters[k] = desc(name, CounterHelp(k))
+		}
+	}
+	p := Namespace + "_"
+	c.migrations = desc(p+"migrations_total", "Task CPU changes (sched_migrate_task), by reason.", "reason")
+	c.violations = desc(p+"invariant_violations_total", "Invariant violations detected, by invariant (0 for every invariant not violated).", "invariant")
+	c.simTime = desc(p+"sim_time_seconds_total", "Simulated (virtual) time elapsed: the furthest CPU clock, in seconds.")
+	c.events = desc(p+"events_total", "Events recorded by the flight recorder.")
+	c.runnable = desc(p+"runnable_tasks", "Runnable tasks: the sum of every CPU's nr_running.")
+	c.blocked = desc(p+"blocked_tasks", "Tasks waiting on a kernel mutex: contentions minus waits that ended, floored at 0.")
+	c.lockAcquisitions = desc(p+"spinlock_acquisitions_total", "Raw spinlock acquisitions (runqueue, pi, wait and blocked locks).")
+	c.lockContended = desc(p+"spinlock_contentions_total", "Raw spinlock acquisitions whose first try failed.")
+	c.fptSpinsHist = desc(p+"find_proxy_task_spins", "Spins (chain steps plus retries) per resolved find_proxy_task pick.")
+	c.chainHist = desc(p+"proxy_chain_length", "blocked_on chain links walked per find_proxy_task call.")
+	c.lockSpinsHist = desc(p+"spinlock_spins_per_acquisition", "Failed tries per contended-path raw spinlock acquisition (0 when the first try succeeded).")
+	c.runInfo = desc(p+"run_info", "Information about the run; the value is always 1.", "workload", "seed", "proxy_exec", "shard")
+	c.shards = desc(p+"shards", "Number of shards of the run this process belongs to.")
+	if o.PerCPU {
+		c.cpuSwitches = desc(p+"cpu_context_switches_total", "Context switches of one CPU.", "cpu")
+		c.cpuMigrations = desc(p+"cpu_migrations_total", "Task CPU changes counted by one CPU.", "cpu")
+		c.cpuProxyMigr = desc(p+"cpu_proxy_migrations_total", "Proxy migrations done by one CPU.", "cpu")
+		c.cpuSimTime = desc(p+"cpu_sim_time_seconds", "One CPU's virtual clock, in seconds.", "cpu")
+		c.cpuNrRunning = desc(p+"cpu_nr_running", "One CPU's nr_running.", "cpu")
+	}
+	return c
+}
+
+// SetSource atomically swaps the source and run description that the next
+// scrapes read. A nil src leaves only the static series (proxysim_run_info
+// and proxysim_shards).
+func (c *Collector) SetSource(src Source, info RunInfo) {
+	c.state.Store(&state{src: src, info: info})
+}
+
+func (c *Collector) all() []*prometheus.Desc {
+	out := []*prometheus.Desc{
+		c.migrations, c.violations, c.simTime, c.events, c.runnable, c.blocked,
+		c.lockAcquisitions, c.lockContended, c.fptSpinsHist, c.chainHist, c.lockSpinsHist,
+		c.runInfo, c.shards,
+	}
+	for _, d := range c.counters {
+		if d != nil {
+			out = append(out, d)
+		}
+	}
+	if c.opts.PerCPU {
+		out = append(out, c.cpuSwitches, c.cpuMigrations, c.cpuProxyMigr, c.cpuSimTime, c.cpuNrRunning)
+	}
+	return out
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.all() {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector. It only loads atomics (and
+// takes the violation reporter's lock through ViolationCounts).
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.state.Load()
+	if st == nil {
+		return
+	}
+	info := st.info
+	ch <- prometheus.MustNewConstMetric(c.runInfo, prometheus.GaugeValue, 1,
+		info.Workload, strconv.FormatUint(info.Seed, 10), strconv.FormatBool(info.ProxyExec), strconv.Itoa(info.Shard))
+	ch <- prometheus.MustNewConstMetric(c.shards, prometheus.GaugeValue, float64(info.Shards))
+	if st.src == nil {
+		return
+	}
+	src := st.src
+	cpus := src.CPUStats()
+
+	for k := stats.Counter(0); k < stats.NumCounters; k++ {
+		if c.counters[k] == nil {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.counters[k], prometheus.CounterValue, float64(stats.Sum(cpus, k)))
+	}
+	for r := trace.MigrateReason(0); r < trace.NumReasons && int(r) < stats.MaxReasons; r++ {
+		var n uint64
+		for _, s := range cpus {
+			n += s.MigrateBy[r].Load()
+		}
+		ch <- prometheus.MustNewConstMetric(c.migrations, prometheus.CounterValue, float64(n), r.String())
+	}
+
+	counts := src.ViolationCounts()
+	for _, inv := range check.AllInvariants() {
+		ch <- prometheus.MustNewConstMetric(c.violations, prometheus.CounterValue, float64(counts[inv]), inv.Name())
+	}
+	known := map[check.Invariant]bool{}
+	for _, inv := range check.AllInvariants() {
+		known[inv] = true
+	}
+	for inv, n := range counts {
+		if !known[inv] { // an invariant without a name: still count it
+			ch <- prometheus.MustNewConstMetric(c.violations, prometheus.CounterValue, float64(n), inv.Name())
+		}
+	}
+
+	var maxTime int64
+	for _, s := range cpus {
+		if t := s.SimTime.Load(); t > maxTime {
+			maxTime = t
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.simTime, prometheus.CounterValue, float64(maxTime)/1e9)
+	ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, float64(src.EventCount()))
+
+	nr := src.NrRunning()
+	var runnable int
+	for _, n := range nr {
+		if n > 0 {
+			runnable += n
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.runnable, prometheus.GaugeValue, float64(runnable))
+	// Waits done first: every wait counted done had its contention counted
+	// before, so the contentions loaded afterwards include it.
+	done := stats.Sum(cpus, stats.MutexWaitsDone)
+	contentions := stats.Sum(cpus, stats.MutexContentions)
+	var blocked uint64
+	if contentions > done {
+		blocked = contentions - done
+	}
+	ch <- prometheus.MustNewConstMetric(c.blocked, prometheus.GaugeValue, float64(blocked))
+
+	ch <- cpuHist(c.fptSpinsHist, cpus, stats.HistFPTSpins)
+	ch <- cpuHist(c.chainHist, cpus, stats.HistChainLength)
+
+	locks := src.LockStats()
+	var acq, cont, spins uint64
+	var spinBuckets [spinlock.SpinBuckets]uint64
+	for _, l := range locks {
+		acq += l.Acquisitions.Load()
+		cont += l.Contended.Load()
+		spins += l.Spins.Load()
+		for b := range spinBuckets {
+			spinBuckets[b] += l.SpinHist[b].Load()
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.lockAcquisitions, prometheus.CounterValue, float64(acq))
+	ch <- prometheus.MustNewConstMetric(c.lockContended, prometheus.CounterValue, float64(cont))
+	ch <- pow2Hist(c.lockSpinsHist, spinBuckets[:], spins)
+
+	if c.opts.PerCPU {
+		for i, s := range cpus {
+			cpu := strconv.Itoa(i)
+			ch <- prometheus.MustNewConstMetric(c.cpuSwitches, prometheus.CounterValue, float64(s.C[stats.ContextSwitches].Load()), cpu)
+			ch <- prometheus.MustNewConstMetric(c.cpuMigrations, prometheus.CounterValue, float64(s.C[stats.Migrations].Load()), cpu)
+			ch <- prometheus.MustNewConstMetric(c.cpuProxyMigr, prometheus.CounterValue, float64(s.C[stats.ProxyMigrations].Load()), cpu)
+			ch <- prometheus.MustNewConstMetric(c.cpuSimTime, prometheus.GaugeValue, float64(s.SimTime.Load())/1e9, cpu)
+		}
+		for i, n := range nr {
+			ch <- prometheus.MustNewConstMetric(c.cpuNrRunning, prometheus.GaugeValue, float64(n), strconv.Itoa(i))
+		}
+	}
+}
+
+// cpuHist sums histogram h over cpus.
+func cpuHist(d *prometheus.Desc, cpus []*stats.CPU, h stats.CPUHist) prometheus.Metric {
+	var b [stats.HistBuckets]uint64
+	var sum uint64
+	for _, s := range cpus {
+		for i := range b {
+			b[i] += s.H[h][i].Load()
+		}
+		sum += s.HSum[h].Load()
+	}
+	return pow2Hist(d, b[:], sum)
+}
+
+// pow2Hist turns power-of-two buckets (bucket 0: v == 0, bucket i:
+// 2^(i-1) <= v < 2^i, the last one open) of integer values into a
+// Prometheus histogram with le = 2^i - 1 and +Inf.
+func pow2Hist(d *prometheus.Desc, b []uint64, sum uint64) prometheus.Metric {
+	cum := make(map[float64]uint64, len(b)-1)
+	var n uint64
+	for i, v := range b {
+		n += v
+		if i < len(b)-1 {
+			cum[PowerOfTwoBound(i)] = n
+		}
+	}
+	return prometheus.MustNewConstHistogram(d, n, float64(sum), cum)
+}
+
+// PowerOfTwoBound is the inclusive upper bound (le) of power-of-two
+// bucket i of an integer histogram: 2^i - 1.
+func PowerOfTwoBound(i int) float64 {
+	if i < 0 || i > 62 {
+		panic(fmt.Sprintf("metrics: bucket %d out of range", i))
+	}
+	return float64(uint64(1)<<uint(i) - 1)
+}

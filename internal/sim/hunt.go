@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"sort"
+	"time"
+
+	"github.com/proxysim/proxysim/internal/bugs"
+)
+
+// HuntResult is one stress run hunting one catalogued bug.
+type HuntResult struct {
+	Bug       string        `json:"bug"`
+	Seed      uint64        `json:"seed"`
+	Caught    bool          `json:"caught"`
+	Elapsed   time.Duration `json:"elapsed_ns"` // wall time to the first violation, or the whole run
+	Invariant string        `json:"invariant,omitempty"`
+	Message   string        `json:"message,omitempty"`
+}
+
+// Hunt runs o (a stress configuration, Bugs set or empty for a control
+// run) for at most budget of wall time and says whether, and how fast, a
+// violation was found.
+func Hunt(o Options, budget time.Duration) (HuntResult, error) {
+	o.Duration = budget
+	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
+	if err != nil {
+		return HuntResult{}, err
+	}
+	r, err := Build(o, sc)
+	if err != nil {
+		return HuntResult{}, err
+	}
+	s := r.Execute()
+	res := HuntResult{Bug: "none", Seed: o.Seed, Elapsed: r.Machine.WallTime()}
+	if names := o.Bugs.Names(); len(names) > 0 {
+		res.Bug = names[0]
+	}
+	if s.Failed() {
+		res.Caught = true
+		res.Elapsed = r.Machine.DetectedAfter()
+		res.Invariant = s.Violations[0].Name
+		res.Message = s.Violations[0].Message
+	}
+	return res, nil
+}
+
+// HuntRow summarises one bug over several seeds.
+type HuntRow struct {
+	Bug        string         `json:"bug"`
+	Runs       int            `json:"runs"`
+	Caught     int            `json:"caught"`
+	Median     time.Duration  `json:"median_ns"`
+	Max        time.Duration  `json:"max_ns"`
+	Invariants map[string]int `json:"invariants"`
+	Results    []HuntResult   `json:"results"`
+}
+
+// Summarize folds results of one bug into a row; the median and max are
+// over all runs, an uncaught run counting as its whole budget.
+func SummarizeHunt(bug string, rs []HuntResult) HuntRow {
+	row := HuntRow{Bug: bug, Runs: len(rs), Invariants: map[string]int{}, Results: rs}
+	var ds []time.Duration
+	for _, r := range rs {
+		if r.Caught {
+			row.Caught++
+			row.Invariants[r.Invariant]++
+		}
+		ds = append(ds, r.Elapsed)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	if n := len(ds); n > 0 {
+		row.Median = ds[n/2]
+		if n%2 == 0 {
+			row.Median = (ds[n/2-1] + ds[n/2]) / 2
+		}
+		row.Max = ds[n-1]
+	}
+	return row
+}
+
+// BugNames lists the catalogue in order.
+func BugNames() []string {
+	out := make([]string, 0, len(bugs.Catalogue))
+	for _, b := range bugs.Catalogue {
+		out = append(out, b.Name)
+	}
+	return out
+}
