@@ -109,7 +109,7 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 			inv = append(inv, fmt.Sprintf("%s x%d", k, v))
 		}
 		sort.Strings(inv)
-		fmt.Fprintf(stdout, "%-24s %d/%-5d %-9v %-9v %s\n", r.Bug, r.Caught, r.Runs, r.Median.Round(10*time.Millisecond), r.Max.Round(10*time.Millisecond), strings.Join(inv, ", "))
+		fmt.Fprintf(stdout, "%-24s %d/%-5d %-9v %-9v %s\n", r.Bug, r.Caught, r.Runs, r.Median.Round(time.Millisecond), r.Max.Round(time.Millisecond), strings.Join(inv, ", "))
 		if r.Caught < r.Runs {
 			code = exitViolation
 		}

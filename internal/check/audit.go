@@ -25,6 +25,7 @@ type AuditConfig struct {
 	SleepingOwners bool
 	Horizon        int64 // the barrier's virtual time
 	WakingBound    int64 // max virtual ns a task may stay BO_WAKING (0: off)
+	ProgressBound  int64 // max virtual ns a runnable task may wait to run (0: off)
 }
 
 // Audit checks the global invariants and reports each violation found.
@@ -86,6 +87,9 @@ func (a *auditor) queues() {
 			runnable := !a.cfg.Proxy || !blockedPeek(p)
 			if runnable && !p.CPUsMask.Has(cpu) && !p.MigrationReady {
 				a.fail(InvRunnableInMask, cpu, p, "runnable %v queued on cpu%d outside its mask %v (wake_cpu %d)", p, cpu, p.CPUsMask, p.WakeCPU)
+			}
+			if cfg := a.cfg; cfg.ProgressBound > 0 && runnable && p != r.Curr() && cfg.Horizon-p.SE.Runnable > cfg.ProgressBound {
+				a.fail(InvProgress, cpu, p, "runnable %v has waited %d ns on cpu%d without running (bound %d)", p, cfg.Horizon-p.SE.Runnable, cpu, cfg.ProgressBound)
 			}
 			if p.CPU() != p.WakeCPU && !blockedPeek(p) && !p.MigrationReady {
 				a.fail(InvWakeCPU, cpu, p, "%v queued on cpu%d away from wake_cpu %d but not blocked", p, cpu, p.WakeCPU)

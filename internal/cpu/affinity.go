@@ -95,7 +95,8 @@ func (cp *CPU) migrationStop() {
 			// The stopper preempts it: switch to the idle task (standing
 			// in for the stop thread) so that p is no longer running.
 			r.UpdateCurr(c)
-			proxy.ReschedIdle(c, r)
+			r.SetDonor(c, r.Idle)
+			r.SetNeedResched()
 			cp.switchTo(p, r.Idle)
 			r.SetNextTask(c)
 			r.PublishPrio(c)
@@ -152,6 +153,9 @@ func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
 	}
 	ok := p.Queued() && p.CPU() == r.CPU && p != r.Curr() && p != r.Donor(c) && !p.OnCPU() &&
 		p.CPUsMask.Has(target) && !proxy.TaskIsBlocked(c, p) && tr.CurrPrio() > p.SE.Prio
+	if !ok {
+		c.Inc(stats.LockJugglingRetries) // things changed while the lock was dropped
+	}
 	if ok {
 		r.DeactivateTask(c, p, rq.DequeueMigrating)
 		rq.SetTaskCPU(c, p, target, false, trace.ReasonLoadBalance)

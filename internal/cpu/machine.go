@@ -363,3 +363,11 @@ func allStacks() string {
 		buf = make([]byte, 2*len(buf))
 	}
 }
+
+// mutations are deliberate protocol mistakes that tests switch on to
+// prove the detectors catch them (see export_test.go). Never set outside
+// tests.
+var mutations struct {
+	selectIgnoresMask     bool // select_task_rq ignores the affinity mask
+	unlockedRemoteEnqueue bool // ttwu enqueues on a remote runqueue without its lock
+}

@@ -112,6 +112,7 @@ func (cp *CPU) switchTo(prev, next *task.Task) {
 	c.Stats.SimTime.Store(c.Now)
 	r.UpdateClock(c)
 	if prev != r.Idle {
+		prev.SE.Runnable = c.Now // waits again from now, if still queued
 		prev.SetOnCPU(false)
 	}
 }
@@ -234,6 +235,10 @@ func (cp *CPU) newidleBalance() bool {
 	r.Lock.Unlock(c.CPU)
 	rq.DoubleLock(c, r, busiest)
 	t := cp.pullFrom(busiest)
+	if t == nil {
+		// The busiest runqueue changed while our lock was dropped.
+		c.Inc(stats.LockJugglingRetries)
+	}
 	busiest.Lock.Unlock(c.CPU)
 	return t != nil || r.NrRunning() > 0
 }

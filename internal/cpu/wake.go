@@ -178,7 +178,9 @@ func (m *Machine) taskRQLock(c *percpu.Ctx, p *task.Task) *rq.RQ {
 		if r.CPU == p.CPU() && !p.Migrating() {
 			return r
 		}
+		// It moved, or is moving, while we waited for the lock: start over.
 		r.Lock.Unlock(c.CPU)
+		c.Inc(stats.LockJugglingRetries)
 		c.Relax()
 	}
 }
@@ -191,6 +193,8 @@ func (m *Machine) ttwuRunnable(c *percpu.Ctx, p *task.Task) bool {
 	r := m.taskRQLock(c, p)
 	defer r.Lock.Unlock(c.CPU)
 	if !p.Queued() {
+		// Dequeued between the lockless on_rq look and the lock.
+		c.Inc(stats.LockJugglingRetries)
 		return false
 	}
 	// __state is set under blocked_lock so that it and blocked_on_state
@@ -245,6 +249,12 @@ func (m *Machine) queueWakeList(c *percpu.Ctx, p *task.Task, target int) {
 // Returns true if it went through the wake list.
 func (m *Machine) ttwuQueue(c *percpu.Ctx, p *task.Task, cpu int) bool {
 	r := m.rqs[cpu]
+	if mutations.unlockedRemoteEnqueue && cpu != c.ID {
+		// Test-only mutant: enqueue on a remote runqueue without its lock.
+		r.MutantEnqueueWithoutLock(c, p)
+		p.SetState(task.Running)
+		return false
+	}
 	if cpu != c.ID && r.IsIdle() && (!p.Migrating() || c.Bug(bugs.WakelistMigrating)) {
 		m.queueWakeList(c, p, cpu)
 		return true
@@ -332,6 +342,14 @@ func (cp *CPU) ttwuPending() {
 // lower priority, else the least loaded allowed CPU; never outside the
 // mask.
 func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
+	if mutations.selectIgnoresMask {
+		// Test-only mutant: pick any idle CPU, mask or not.
+		for i := 0; i < len(m.rqs); i++ {
+			if cpu := (p.WakeCPU + 1 + i) % len(m.rqs); m.rqs[cpu].IsIdle() {
+				return cpu
+			}
+		}
+	}
 	prev := p.WakeCPU
 	mask := &p.CPUsMask
 	if p.NrCPUsAllowed == 1 {

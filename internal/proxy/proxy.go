@@ -554,10 +554,13 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 		o.BlockedHead = nil
 		o.OnActivationList = false
 		for _, w := range batch {
-			w.SleepingOwner.Store(nil)
-		}
-		o.BlockedLock.Unlock(c.CPU)
-		for _, w := range batch {
+			// One waiter at a time, juggling the owner's blocked_lock: it
+			// leaves the owner's list (unless it was woken and unlinked, or
+			// parked elsewhere, meanwhile), then is activated without it.
+			if w.SleepingOwner.Load() == o {
+				w.SleepingOwner.Store(nil)
+			}
+			o.BlockedLock.Unlock(c.CPU)
 			doActivateBlockedWaiter(c, mach, target, o, w)
 			w.BlockedLock.Lock(c.CPU)
 			has := len(w.BlockedHead) > 0 && !w.OnActivationList
@@ -568,7 +571,9 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 			if has {
 				work = append(work, w)
 			}
+			o.BlockedLock.Lock(c.CPU)
 		}
+		o.BlockedLock.Unlock(c.CPU)
 	}
 }
 

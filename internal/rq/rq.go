@@ -253,6 +253,26 @@ func (r *RQ) updateMinVruntime() {
 // ActivateTask is activate_task(): enqueue and mark on_rq QUEUED.
 func (r *RQ) ActivateTask(c *percpu.Ctx, p *task.Task, flags int) {
 	r.Enqueue(c, p, flags)
+	p.SE.Runnable = c.Now
+	p.SetOnRQ(task.OnRQQueued)
+}
+
+// MutantEnqueueWithoutLock is a deliberate mistake for tests: activate_task
+// on a runqueue whose lock is not held. Only the race detector can catch
+// it, which is what the test proves.
+func (r *RQ) MutantEnqueueWithoutLock(c *percpu.Ctx, p *task.Task) {
+	se := &p.SE
+	r.seq++
+	se.QueueSeq = r.seq
+	se.Queued = true
+	se.QueueCPU = r.CPU
+	if se.Policy.RT() {
+		r.rt = append(r.rt, p)
+	} else {
+		se.Vruntime = r.minVruntime
+		r.fair = append(r.fair, p)
+	}
+	r.nrRunning.Add(1)
 	p.SetOnRQ(task.OnRQQueued)
 }
 

@@ -148,6 +148,9 @@ type SchedEntity struct {
 	SumExecRuntime int64 // time spent executing (charged to the execution context)
 	DonatedRuntime int64 // class time charged while another task executed for it (proxy)
 	PrevSumExec    int64 // SumExecRuntime at the start of the current slice
+	// Runnable is the clock (of the CPU that did it) when the task last
+	// started waiting to run: enqueued, or switched out while queued.
+	Runnable int64
 }
 
 // Task is struct task_struct.

@@ -39,6 +39,7 @@ func choose(p float64, to int) Op { return mk(task.Op{Kind: task.OpChoose, Prob:
 func loop(to int) Op              { return mk(task.Op{Kind: task.OpLoop, Jump: to}) }
 func affinityWindow(n int) Op     { return mk(task.Op{Kind: task.OpAffinity, Count: n}) }
 func affinityAll() Op             { return mk(task.Op{Kind: task.OpAffinity, Count: -1}) }
+func affinitySpread() Op          { return mk(task.Op{Kind: task.OpAffinity, Count: AffinitySpread}) }
 func setprio(pol task.Policy, prio int) Op {
 	return mk(task.Op{Kind: task.OpSetPrio, Policy: pol, Prio: prio})
 }
@@ -194,14 +195,19 @@ func locktorture(cpus, ntasks int) *Scenario {
 	}
 }
 
-// pi: the classic inversion. Each high RT task needs a mutex held by a low
-// fair task while medium RT hogs keep every CPU busy. With proxy execution
-// off, the high task waits until a hog happens to sleep; with it on, the
-// low task runs on the high task's context.
+// pi: the classic inversion. Each low fair task i takes mutex i on CPU i,
+// where an RT hog (medium, one pinned to every CPU) runs 50ms at a time
+// with 2ms gaps; high RT task i needs mutex i. With proxy execution off
+// the high task waits until a hog's gap lets the low task finish its
+// critical section (tens of ms); with it on, the low task runs on the
+// high task's scheduling context at once.
 func pi(cpus, ntasks int) *Scenario {
 	k := 1
 	if ntasks > 0 {
 		k = atLeast(ntasks/(cpus+2), 1)
+	}
+	if k > cpus {
+		k = cpus
 	}
 	return &Scenario{
 		Name:    "pi",
@@ -216,16 +222,18 @@ func pi(cpus, ntasks int) *Scenario {
 				loop(1),
 			}},
 			{Name: "medium", Count: cpus, Policy: task.FIFO, Prio: 50, Program: []Op{
-				compute(20*ms, 40*ms),
-				sleep(5*ms, 10*ms),
-				loop(0),
+				affinitySpread(),
+				compute(50*ms, 50*ms),
+				sleep(2*ms, 2*ms),
+				loop(1),
 			}},
 			{Name: "low", Count: k, Policy: task.Normal, Program: []Op{
+				affinitySpread(),
 				lockOwn(),
 				compute(2*ms, 2*ms),
 				unlockOwn(),
 				sleep(1*ms, 2*ms),
-				loop(0),
+				loop(1),
 			}},
 		},
 	}

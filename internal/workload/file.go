@@ -71,7 +71,8 @@
 //     {"group": G, "index": I} (task I of group G) or {"group": G,
 //     "offset": K} (the task with the waker's index + K, modulo the count).
 //   - {"affinity": {...}}: sched_setaffinity with exactly one of "cpus": a
-//     cpulist, "window": N (a random window of N consecutive CPUs, chosen at
+//     cpulist, "spread": true (one CPU: the task's index in its group,
+//     modulo the machine's CPUs), "window": N (a random window of N consecutive CPUs, chosen at
 //     run time) or "all": true. An optional target "group" with "index" or
 //     "offset", as for wake, applies it to another task; default: self.
 //   - {"setprio": {"policy": P, "priority": N}}: sched_setscheduler, with
@@ -719,18 +720,18 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 		return p.target(sc, f, path, op)
 
 	case task.OpAffinity:
-		f, err := p.fields(v, path, "cpus", "window", "all", "group", "index", "offset")
+		f, err := p.fields(v, path, "cpus", "window", "all", "spread", "group", "index", "offset")
 		if err != nil {
 			return err
 		}
 		var set []string
-		for _, k := range []string{"cpus", "window", "all"} {
+		for _, k := range []string{"cpus", "window", "all", "spread"} {
 			if f[k] != nil {
 				set = append(set, k)
 			}
 		}
 		if len(set) != 1 {
-			return p.errf(v, path, "want exactly one of cpus, window, all (got %d)", len(set))
+			return p.errf(v, path, "want exactly one of cpus, window, all, spread (got %d)", len(set))
 		}
 		switch set[0] {
 		case "cpus":
@@ -753,6 +754,11 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 				return err
 			}
 			op.Count = -1
+		case "spread":
+			if err := p.isTrue(f["spread"].val, path+".spread"); err != nil {
+				return err
+			}
+			op.Count = AffinitySpread
 		}
 		return p.target(sc, f, path, op)
 
@@ -1060,6 +1066,8 @@ func encodeOp(s *Scenario, op Op) (string, error) {
 			kvs = append(kvs, kv{"window", op.Count})
 		case op.Count == -1:
 			kvs = append(kvs, kv{"all", true})
+		case op.Count == AffinitySpread:
+			kvs = append(kvs, kv{"spread", true})
 		case op.Count == 0:
 			kvs = append(kvs, kv{"cpus", op.Mask.String()})
 		default:

@@ -344,7 +344,7 @@ func TestParseErrors(t *testing.T) {
 		{"wake index and offset", edit(`{"compute": "1ms"}`, `{"wake": {"group": "g", "index": 1, "offset": 1}}`),
 			`groups[0].program[1].wake: both index and offset`, 8},
 		{"affinity two modes", edit(`{"compute": "1ms"}`, `{"affinity": {"window": 2, "all": true}}`),
-			`groups[0].program[1].affinity: want exactly one of cpus, window, all (got 2)`, 8},
+			`groups[0].program[1].affinity: want exactly one of cpus, window, all, spread (got 2)`, 8},
 		{"affinity bad cpulist", edit(`{"compute": "1ms"}`, `{"affinity": {"cpus": "0-x"}}`),
 			`groups[0].program[1].affinity.cpus: bad cpu "x"`, 8},
 		{"affinity index without group", edit(`{"compute": "1ms"}`, `{"affinity": {"all": true, "index": 0}}`),

@@ -8,6 +8,11 @@ import (
 	"github.com/proxysim/proxysim/internal/task"
 )
 
+// AffinitySpread in an affinity instruction's Count pins each task of the
+// group to one CPU: its index in the group, modulo the machine's CPUs.
+// Plan resolves it to a fixed mask.
+const AffinitySpread = -2
+
 // Self in Op.TargetIndex means "the task of the target group with my own
 // index (modulo the group's size)".
 const Self = -1
@@ -133,6 +138,9 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 						return nil, fmt.Errorf("groups[%d].program[%d]: task %d of group %s out of range 0-%d", gi, k, idx, tg.Name, tg.Count-1)
 					}
 					o.Target = base[op.TargetGroup] + idx
+				}
+				if o.Kind == task.OpAffinity && o.Count == AffinitySpread {
+					o.Mask, o.Count = task.MaskOf(i%ncpu), 0
 				}
 				if o.Kind == task.OpAffinity && o.Count == 0 {
 					o.Mask = o.Mask.And(task.MaskAll(ncpu))

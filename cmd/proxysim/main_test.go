@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := realMain(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunJSONSummary(t *testing.T) {
+	dir := t.TempDir()
+	code, out, _ := runCLI(t, "run", "--cpus", "4", "--sim-time", "50ms", "--seed", "3", "--json", "--report", filepath.Join(dir, "r.txt"))
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	var obj map[string]any
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&obj); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
+	}
+	if dec.More() {
+		t.Fatal("stdout holds more than one JSON value")
+	}
+	for _, k := range []string{"seed", "cpus", "tasks", "workload", "proxy_exec", "sim_time_ns", "wall_time_ns", "context_switches",
+		"wakeups", "migrations", "switches_per_wall_second", "violations", "counters", "groups"} {
+		if _, ok := obj[k]; !ok {
+			t.Errorf("summary lacks %q", k)
+		}
+	}
+	if obj["seed"].(float64) != 3 || obj["cpus"].(float64) != 4 || obj["proxy_exec"] != true {
+		t.Errorf("seed/cpus/proxy_exec = %v/%v/%v", obj["seed"], obj["cpus"], obj["proxy_exec"])
+	}
+	groups := obj["groups"].(map[string]any)
+	for name, g := range groups {
+		for _, k := range []string{"tasks", "runtime_ns", "max_mutex_wait_ns", "p99_mutex_wait_ns", "max_wakeup_latency_ns", "p99_wakeup_latency_ns"} {
+			if _, ok := g.(map[string]any)[k]; !ok {
+				t.Errorf("group %s lacks %q", name, k)
+			}
+		}
+	}
+	if v := obj["violations"].([]any); len(v) != 0 {
+		t.Errorf("violations: %v", v)
+	}
+}
+
+func TestBadInputIsOneLineExit2(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{\n  \"groups\": [\n    {\"name\": \"a\", \"program\": [{\"lok\": \"m\"}]}\n  ]\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := [][]string{
+		{"run", "--cpus", "0"},
+		{"run", "--cpus", "2000"},
+		{"run", "--bogus"},
+		{"run", "--sim-time", "-1s"},
+		{"run", "--proxy-exec", "maybe"},
+		{"run", "--bug", "no-such-bug"},
+		{"run", "--workload", "nope"},
+		{"run", "--workload", bad},
+		{"stress", "--jitter", "2"},
+		{"stress", "--shard", "3", "--shards", "2"},
+		{"bugs", "extra"},
+		{"nosuchcommand"},
+	}
+	for _, args := range cases {
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", args, code, exitUsage, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(errs), "\n")
+		last := lines[len(lines)-1]
+		if strings.Contains(errs, "goroutine ") || strings.Contains(errs, "panic") {
+			t.Errorf("%v: stack trace on bad input:\n%s", args, errs)
+		}
+		if !strings.HasPrefix(last, "proxysim") {
+			t.Errorf("%v: error line %q does not start with proxysim", args, last)
+		}
+	}
+	_, _, errs := runCLI(t, "run", "--workload", bad)
+	if !strings.Contains(errs, "bad.json: line 3") || !strings.Contains(errs, "lok") {
+		t.Errorf("scenario error does not name file, line and key: %q", errs)
+	}
+}
+
+func TestBugsJSON(t *testing.T) {
+	code, out, _ := runCLI(t, "bugs", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) < 12 {
+		t.Fatalf("%d bugs, want at least 12", len(list))
+	}
+	numbers := map[float64]bool{}
+	for _, b := range list {
+		for _, k := range []string{"name", "fixed_in", "description"} {
+			if s, _ := b[k].(string); s == "" {
+				t.Errorf("bug %v has no %s", b["name"], k)
+			}
+		}
+		numbers[b["number"].(float64)] = true
+	}
+	for _, n := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 14, 15, 16, 18, 25} {
+		if !numbers[n] {
+			t.Errorf("catalogue lacks bug number %v of the protocol notes", n)
+		}
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	if code, out, _ := runCLI(t, "version"); code != exitOK || !strings.HasPrefix(out, "proxysim ") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "run", "--help"); code != exitOK || !strings.Contains(out, "--cpus") || !strings.Contains(out, "Exit codes") {
+		t.Errorf("run --help: exit %d, %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "--help"); code != exitOK || !strings.Contains(out, "stress") {
+		t.Errorf("--help: exit %d", code)
+	} else {
+		_ = out
+	}
+}
+
+// A violation exits 1 and leaves a report naming the reproducer.
+func TestViolationExits1WithReport(t *testing.T) {
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "rep.txt")
+	code, _, _ := runCLI(t, "run", "--cpus", "8", "--workload", "stress", "--sim-time", "2s", "--seed", "1",
+		"--bug", "runnable-without-return", "--report", rep, "--duration", "60s")
+	if code != exitViolation {
+		t.Fatalf("exit %d, want %d", code, exitViolation)
+	}
+	b, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"reproduce: proxysim run", "--seed 1", "violations (", "last ", "events"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package sim
+
+import (
+	"testing"
+	"time"
+)
+
+// BenchmarkSwitchRate reports simulated context switches per wall second
+// at 256 CPUs on the default workload (mixed), proxy execution on and off.
+// Run with and without -race:
+//
+//	go test -run '^$' -bench SwitchRate -benchtime 3x ./internal/sim
+//	go test -race -run '^$' -bench SwitchRate -benchtime 1x ./internal/sim
+func BenchmarkSwitchRate(b *testing.B) {
+	for _, proxy := range []bool{true, false} {
+		name := "proxy=on"
+		if !proxy {
+			name = "proxy=off"
+		}
+		b.Run(name, func(b *testing.B) {
+			var switches, events uint64
+			var wall time.Duration
+			for i := 0; i < b.N; i++ {
+				o := Defaults()
+				o.SimTime = 200 * time.Millisecond
+				o.Seed = uint64(i + 1)
+				o.Proxy = proxy
+				sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := Build(o, sc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := r.Execute()
+				if s.Failed() {
+					b.Fatal(s.Violations[0])
+				}
+				switches += s.ContextSwitches
+				events += r.Machine.EventCount()
+				wall += r.Machine.WallTime()
+			}
+			b.ReportMetric(float64(switches)/wall.Seconds(), "switches/s")
+			b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
+		})
+	}
+}

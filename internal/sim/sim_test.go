@@ -1,0 +1,101 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/proxysim/proxysim/internal/stats"
+)
+
+func run(t testing.TB, o Options) *Summary {
+	t.Helper()
+	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(o, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Execute()
+}
+
+// The pi workload on the same seed with proxy execution on and off: the
+// high-priority group's worst mutex wait must be at least 10 times lower
+// with proxy execution on.
+func TestPIProxyBoundsInversion(t *testing.T) {
+	o := Defaults()
+	o.CPUs, o.Workload, o.SimTime, o.Seed = 8, "pi", 2*time.Second, 7
+	on := run(t, o)
+	o.Proxy = false
+	off := run(t, o)
+	for _, s := range []*Summary{on, off} {
+		if s.Failed() {
+			t.Fatalf("proxy_exec=%v: %v", s.ProxyExec, s.Violations[0])
+		}
+	}
+	hOn, hOff := on.Groups["high"], off.Groups["high"]
+	if hOn.MutexAcquires == 0 || hOff.MutexAcquires == 0 {
+		t.Fatalf("high group took no locks: on %+v off %+v", hOn, hOff)
+	}
+	ratio := float64(hOff.MaxMutexWaitNs) / float64(hOn.MaxMutexWaitNs)
+	t.Logf("high max mutex wait: proxy on %v, off %v, ratio %.1f", time.Duration(hOn.MaxMutexWaitNs), time.Duration(hOff.MaxMutexWaitNs), ratio)
+	if ratio < 10 {
+		t.Fatalf("proxy execution cut the high group's worst mutex wait only %.1fx (on %v, off %v), want >= 10x",
+			ratio, time.Duration(hOn.MaxMutexWaitNs), time.Duration(hOff.MaxMutexWaitNs))
+	}
+}
+
+// Every proxy-execution path shows in its counter on the mixed workload.
+func TestMixedExercisesEveryProxyPath(t *testing.T) {
+	o := Defaults()
+	o.CPUs, o.SimTime, o.Seed = 64, 500*time.Millisecond, 11
+	s := run(t, o)
+	if s.Failed() {
+		t.Fatal(s.Violations[0])
+	}
+	for _, k := range []string{"proxy_pick_same_rq", "proxy_migrations", "chain_migrations", "return_migrations", "force_returns",
+		"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs", "find_proxy_task_retries",
+		"find_proxy_task_spins", "proxy_resched_idle", "lock_juggling_retries"} {
+		if s.Counters[k] == 0 {
+			t.Errorf("counter %s is 0 after %v of mixed at %d CPUs", k, o.SimTime, o.CPUs)
+		}
+	}
+	if len(s.ChainLength) < 2 {
+		t.Errorf("chain length histogram %v: want chains longer than one link", s.ChainLength)
+	}
+}
+
+// With proxy execution off every proxy path collapses to stock behaviour
+// (invariant 21): nothing is kept queued as a donor, nothing is proxied.
+func TestProxyOffIsStock(t *testing.T) {
+	o := Defaults()
+	o.CPUs, o.SimTime, o.Seed, o.Proxy = 16, 300*time.Millisecond, 5, false
+	s := run(t, o)
+	if s.Failed() {
+		t.Fatal(s.Violations[0])
+	}
+	for _, k := range []string{"proxy_pick_same_rq", "proxy_migrations", "chain_migrations", "return_migrations", "force_returns",
+		"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs", "find_proxy_task_calls", "proxy_resched_idle"} {
+		if s.Counters[k] != 0 {
+			t.Errorf("proxy execution off, but %s = %d", k, s.Counters[k])
+		}
+	}
+	if s.Counters["mutex_contentions"] == 0 {
+		t.Error("no mutex contention at all: the comparison is empty")
+	}
+}
+
+// The same seed gives the same workload (tasks, groups) in both modes.
+func TestProxyOnOffSameWorkload(t *testing.T) {
+	o := Defaults()
+	o.CPUs, o.SimTime, o.Seed = 8, 50*time.Millisecond, 9
+	a := run(t, o)
+	o.Proxy = false
+	b := run(t, o)
+	if a.Tasks != b.Tasks || len(a.Groups) != len(b.Groups) {
+		t.Fatalf("on: %d tasks %d groups, off: %d tasks %d groups", a.Tasks, len(a.Groups), b.Tasks, len(b.Groups))
+	}
+}
+
+var _ = stats.NumCounters
