@@ -46,6 +46,9 @@ func (b *barrier) init(m *Machine) {
 func (b *barrier) stop() {
 	b.mu.Lock()
 	b.m.stopping.Store(true)
+	if cd := b.m.cond; cd != nil {
+		cd.Stop()
+	}
 	if !b.final {
 		b.final = true
 		close(b.ch)
@@ -58,6 +61,9 @@ func (b *barrier) unparkLocked(id int) {
 		b.parked[id] = false
 		b.flags[id].Store(false)
 		b.arrived--
+		if cd := b.m.cond; cd != nil {
+			cd.Unblock(id)
+		}
 	}
 }
 
@@ -94,6 +100,18 @@ func (b *barrier) arrive(cp *CPU) bool {
 	}
 	ch := b.ch
 	b.mu.Unlock()
+	if cd := b.m.cond; cd != nil {
+		// Serial mode: park with the conductor instead of the channel.
+		for {
+			cd.Block(cp.id)
+			b.mu.Lock()
+			still := b.parked[cp.id] && b.ch == ch && !b.m.stopping.Load()
+			b.mu.Unlock()
+			if !still {
+				return !b.m.stopping.Load()
+			}
+		}
+	}
 	for {
 		select {
 		case <-ch:
@@ -129,6 +147,9 @@ func (b *barrier) advanceLocked() {
 	for i := range b.parked {
 		b.parked[i] = false
 		b.flags[i].Store(false)
+		if cd := m.cond; cd != nil {
+			cd.Unblock(i)
+		}
 	}
 	b.arrived = 0
 	close(b.ch)

@@ -87,6 +87,12 @@ func (m *Machine) sendIPI(c *percpu.Ctx, target int, kind uint32) {
 		c.Emit(trace.EvIPI, 0, int32(target), int32(kind), 0)
 	}
 	m.bar.wake(target)
+	if cd := m.cond; cd != nil {
+		if c != nil {
+			cd.Yield(c.ID, false) // sending an IPI is a yield point
+		}
+		return
+	}
 	select {
 	case t.kick <- struct{}{}:
 	default:
@@ -120,12 +126,20 @@ func (cp *CPU) run() {
 		}
 	}()
 	m := cp.m
+	if cd := m.cond; cd != nil {
+		cd.Enter(cp.id)
+		defer cd.Exit(cp.id)
+	}
 	for {
 		if m.stopping.Load() {
 			return
 		}
 		h := m.bar.horizon.Load()
-		if cp.iterate(h) {
+		idle := cp.iterate(h)
+		if cd := m.cond; cd != nil {
+			cd.Yield(cp.id, false) // the end of a slice of work is a yield point
+		}
+		if idle {
 			if !m.bar.arrive(cp) {
 				return
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/conductor"
 	"github.com/proxysim/proxysim/internal/mutex"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/rq"
@@ -44,6 +45,10 @@ type Config struct {
 	Hooks func(cpu int) spinlock.Hooks
 	// OnEpoch, if set, runs at every barrier with every CPU parked.
 	OnEpoch func(m *Machine, horizon int64)
+	// Strategy, if set, runs the machine serially (deterministic mode):
+	// one CPU goroutine at a time, switching at every yield point, the
+	// next one chosen by this seeded strategy.
+	Strategy *conductor.Strategy
 }
 
 // DefaultConfig returns the built-in defaults.
@@ -69,6 +74,7 @@ type Machine struct {
 	Stats []*stats.CPU
 
 	bar       barrier
+	cond      *conductor.Conductor // serial mode, or nil
 	stopReq   chan struct{}
 	stopping  atomic.Bool
 	stopWhy   atomic.Pointer[string]
@@ -94,6 +100,12 @@ func New(cfg Config) (*Machine, error) {
 	}
 	m := &Machine{cfg: cfg, tasks: []*task.Task{nil}, stopReq: make(chan struct{}, 1)}
 	m.Log = trace.NewLog(cfg.CPUs, cfg.RingSize)
+	if cfg.Strategy != nil {
+		m.cond = conductor.New(cfg.CPUs, *cfg.Strategy, cfg.Seed, func(i int) int64 { return m.cpus[i].c.Now })
+		// One goroutine at a time: the event sequence is a function of
+		// the seed, and its hash proves it.
+		m.Log.EnableHash()
+	}
 	m.Rep = check.NewReporter()
 	m.Rep.OnFirst = func(v check.Violation) {
 		m.detected.Store(time.Now().UnixNano())
@@ -278,6 +290,13 @@ func taskID(p *task.Task) int32 {
 // violation is reported.
 func (m *Machine) Run() {
 	m.started = true
+	if m.cond != nil {
+		// Yield points hand the turn to the conductor from now on (setup
+		// above ran on this goroutine alone).
+		for _, cp := range m.cpus {
+			cp.c.CPU.Hooks = m.cond.Hooks()
+		}
+	}
 	m.wallStart = time.Now()
 	for _, cp := range m.cpus {
 		m.wg.Add(1)
@@ -287,6 +306,21 @@ func (m *Machine) Run() {
 	go func() { m.wg.Wait(); close(finished) }()
 	m.watch(finished)
 	m.wallEnd = time.Now()
+}
+
+// Deterministic reports whether the machine runs serially.
+func (m *Machine) Deterministic() bool { return m.cond != nil }
+
+// TraceHash is the hash of the full event sequence (deterministic mode;
+// 0 otherwise).
+func (m *Machine) TraceHash() uint64 { return m.Log.Hash() }
+
+// ScheduleSteps is the number of conductor turns (deterministic mode).
+func (m *Machine) ScheduleSteps() uint64 {
+	if m.cond == nil {
+		return 0
+	}
+	return m.cond.Steps()
 }
 
 // DetectedAfter is the wall time from the start of Run to the first
@@ -321,6 +355,9 @@ func (m *Machine) watch(finished chan struct{}) {
 			return
 		case <-m.stopReq:
 			m.bar.stop()
+			if m.cond != nil {
+				m.cond.Stop()
+			}
 		case <-limit:
 			m.Stop("wall-clock limit reached")
 			limit = nil

@@ -94,7 +94,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 	for p = donor; ; p = owner {
 		links++
 		c.Inc(stats.FindProxyTaskSpins)
-		c.Relax()
+		c.YieldPoint()
 		if links > MaxChain {
 			mach.Report(c, check.InvChainAcyclic, donor, fmt.Sprintf("blocked_on chain from %v longer than %d links: deadlock (mutex cycle)", donor, MaxChain))
 			return done(ReschedIdle(c, r))
@@ -184,7 +184,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 		// A yield point between the on_rq test and the task_cpu read:
 		// nothing in the kernel waits here, but the window between the two
 		// loads is real, and stress jitter widens it.
-		c.Relax()
+		c.YieldPoint()
 		if onRQ == task.OnRQNone {
 			// Sleeping owner (tested before task_cpu, v18).
 			if currInChain {
@@ -235,7 +235,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 			// Bug 15 (before v11): task_cpu(owner) is read once for the
 			// test and again for the target.
 			if owner.CPU() != this && !currInChain {
-				c.Relax()
+				c.YieldPoint()
 				ownerCPU = owner.CPU()
 				act = actMigrate
 				p.BlockedLock.Unlock(c.CPU)
@@ -545,7 +545,7 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 				w.SleepingOwner.Store(nil)
 				o.BlockedLock.Unlock(c.CPU)
 				doActivateBlockedWaiter(c, mach, target, o, w)
-				c.Relax()
+				c.YieldPoint()
 			}
 			continue
 		}

@@ -68,11 +68,12 @@ const (
 	PointAcquire Point = iota // about to take a lock
 	PointSpin                 // a try failed: the lock is held elsewhere
 	PointRelease              // a lock was just dropped (a lock-juggling window opens)
-	PointRelax                // cpu_relax() in a wait loop (on_cpu spin, chain walk)
+	PointRelax                // cpu_relax() in a wait loop (ttwu waiting for on_cpu, task_rq_lock waiting for a move)
+	PointStep                 // a step of a loop that makes progress (each link of the find_proxy_task walk)
 	NumPoints
 )
 
-var pointNames = [NumPoints]string{"acquire", "spin", "release", "relax"}
+var pointNames = [NumPoints]string{"acquire", "spin", "release", "relax", "step"}
 
 func (p Point) String() string {
 	if p < NumPoints {
@@ -142,6 +143,14 @@ func (c *CPU) Relax() {
 		c.Hooks.Yield(c, PointRelax)
 	}
 	runtime.Gosched()
+}
+
+// YieldPoint marks a step of a loop that makes progress (not a wait):
+// jitter may widen the window here, the conductor may switch CPUs.
+func (c *CPU) YieldPoint() {
+	if c.Hooks != nil {
+		c.Hooks.Yield(c, PointStep)
+	}
 }
 
 // Lock takes l on behalf of CPU c.

@@ -88,6 +88,28 @@ type Event struct {
 type Log struct {
 	seq   atomic.Uint64
 	Rings []*Ring
+	// hash is an FNV-1a hash over every event in order. Only kept in
+	// serial (deterministic) mode, where one goroutine records at a time.
+	hashOn bool
+	hash   uint64
+}
+
+// EnableHash starts hashing the full event sequence (serial mode only).
+func (l *Log) EnableHash() { l.hashOn, l.hash = true, 14695981039346656037 }
+
+// Hash returns the event-sequence hash, or 0 when not kept.
+func (l *Log) Hash() uint64 { return l.hash }
+
+func (l *Log) mix(e *Event) {
+	h := l.hash
+	for _, v := range [...]uint64{e.Seq, uint64(e.Time), uint64(e.CPU), uint64(e.Kind), uint64(e.Task), uint64(e.A), uint64(e.B), uint64(e.C)} {
+		for i := 0; i < 8; i++ {
+			h ^= v & 0xff
+			h *= 1099511628211
+			v >>= 8
+		}
+	}
+	l.hash = h
 }
 
 // NewLog makes a log with one ring of size events per CPU.
@@ -132,6 +154,9 @@ func (r *Ring) Emit(now int64, k Kind, task, a, b, c int32) {
 	e.Task = task
 	e.A, e.B, e.C = a, b, c
 	r.n++
+	if r.log.hashOn {
+		r.log.mix(e)
+	}
 	if r.Hook != nil {
 		r.Hook(e)
 	}

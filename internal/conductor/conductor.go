@@ -1,0 +1,267 @@
+// Package conductor is proxysim's serial mode: the same CPU goroutines and
+// the same protocol code, but only one goroutine runs at a time. At every
+// yield point (a spinlock acquire, failed try or release, a cpu_relax(), an
+// IPI, a park at the epoch barrier) the running CPU hands control back,
+// and the conductor picks the next one by a seeded strategy:
+//
+//   - time: the CPU with the smallest virtual clock first (discrete-event
+//     order, for exact timing);
+//   - random: uniformly among the runnable CPUs;
+//   - pct:D: probabilistic concurrency testing (Burckhardt et al., ASPLOS
+//     2010): random distinct priorities, the highest runnable priority
+//     runs, and at D-1 random change points the running CPU drops to the
+//     lowest priority.
+//
+// A failed try-lock is a yield, not a block: the lock layer asks again
+// after others ran, so a lock held by a paused goroutine can never
+// deadlock the conductor. Given the same seed, strategy and machine, the
+// run is the same, event for event.
+package conductor
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Strategy names a scheduling strategy.
+type Strategy struct {
+	Kind  string // "time", "random", "pct"
+	Depth int    // pct bug depth D
+}
+
+func (s Strategy) String() string {
+	if s.Kind == "pct" {
+		return fmt.Sprintf("pct:%d", s.Depth)
+	}
+	return s.Kind
+}
+
+// ParseStrategy parses "time", "random" or "pct:D".
+func ParseStrategy(s string) (Strategy, error) {
+	switch {
+	case s == "time" || s == "random":
+		return Strategy{Kind: s}, nil
+	case strings.HasPrefix(s, "pct:"):
+		d, err := strconv.Atoi(s[4:])
+		if err != nil || d < 1 || d > 100 {
+			return Strategy{}, fmt.Errorf("bad strategy %q: pct depth must be 1..100", s)
+		}
+		return Strategy{Kind: "pct", Depth: d}, nil
+	}
+	return Strategy{}, fmt.Errorf("unknown strategy %q (want time, random or pct:D)", s)
+}
+
+type state uint8
+
+const (
+	runnable state = iota
+	blocked        // parked: not schedulable until Unblock
+	exited
+)
+
+// Conductor serialises n participants.
+type Conductor struct {
+	strat Strategy
+	rng   *rand.Rand
+	clock func(id int) int64 // virtual clock of a paused participant (time strategy)
+
+	mu       sync.Mutex // guards everything below
+	state    []state
+	spinning []bool // yielded from a failed try: prefer others next
+	turn     []chan struct{}
+	running  int // id holding the turn, -1 none
+	started  int
+	prio     []int // pct priorities (higher runs first)
+	changes  []uint64
+	steps    uint64
+	lowest   int
+	stopped  bool
+	// Steps counts turns handed out (the schedule's length).
+}
+
+// New returns a conductor for n participants. clock, if set, gives a
+// paused participant's virtual clock (for the time strategy).
+func New(n int, strat Strategy, seed uint64, clock func(int) int64) *Conductor {
+	c := &Conductor{strat: strat, rng: rand.New(rand.NewPCG(seed, 0xc0dd)), clock: clock, running: -1}
+	c.state = make([]state, n)
+	c.spinning = make([]bool, n)
+	c.turn = make([]chan struct{}, n)
+	for i := range c.turn {
+		c.turn[i] = make(chan struct{}, 1)
+	}
+	if strat.Kind == "pct" {
+		c.prio = c.rng.Perm(n)
+		for i := range c.prio {
+			c.prio[i] += strat.Depth // change points lower below every initial priority
+		}
+		// D-1 change points within the first steps of the run
+		for i := 0; i < strat.Depth-1; i++ {
+			c.changes = append(c.changes, uint64(c.rng.IntN(1<<20)))
+		}
+		c.lowest = strat.Depth - 1
+	}
+	return c
+}
+
+// Enter is called by participant id when its goroutine starts; it
+// returns when the participant first gets the turn. The first turn is
+// handed out once all n participants have entered.
+func (c *Conductor) Enter(id int) {
+	c.mu.Lock()
+	c.started++
+	if c.started == len(c.state) {
+		c.scheduleLocked()
+	}
+	ch := c.turn[id]
+	c.mu.Unlock()
+	<-ch
+}
+
+// Yield hands the turn back; spin says the caller failed a try-lock.
+func (c *Conductor) Yield(id int, spin bool) {
+	c.mu.Lock()
+	if !spin {
+		// Progress (a lock taken or dropped, a step done): whoever was
+		// spinning may now find what it waits for.
+		for i := range c.spinning {
+			c.spinning[i] = false
+		}
+	}
+	c.spinning[id] = spin
+	c.scheduleLocked()
+	ch := c.turn[id]
+	c.mu.Unlock()
+	<-ch
+}
+
+// Block parks participant id until Unblock(id) (or Stop); it returns
+// when id gets the turn again.
+func (c *Conductor) Block(id int) {
+	c.mu.Lock()
+	if !c.stopped {
+		c.state[id] = blocked
+	}
+	c.scheduleLocked()
+	ch := c.turn[id]
+	c.mu.Unlock()
+	<-ch
+}
+
+// Unblock makes a parked participant runnable again (an IPI, the epoch
+// advancing). Called by the running participant.
+func (c *Conductor) Unblock(id int) {
+	c.mu.Lock()
+	if c.state[id] == blocked {
+		c.state[id] = runnable
+	}
+	c.mu.Unlock()
+}
+
+// Exit removes participant id for good and passes the turn on.
+func (c *Conductor) Exit(id int) {
+	c.mu.Lock()
+	c.state[id] = exited
+	c.scheduleLocked()
+	c.mu.Unlock()
+}
+
+// Stop makes every participant runnable (they are about to exit).
+func (c *Conductor) Stop() {
+	c.mu.Lock()
+	c.stopped = true
+	for i, s := range c.state {
+		if s == blocked {
+			c.state[i] = runnable
+		}
+	}
+	c.mu.Unlock()
+}
+
+// Steps returns the number of turns handed out so far.
+func (c *Conductor) Steps() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.steps
+}
+
+// scheduleLocked picks the next participant and hands it the turn.
+func (c *Conductor) scheduleLocked() {
+	next := c.pickLocked()
+	c.running = next
+	if next < 0 {
+		return // everyone exited (or blocked: the machine is stuck; the watchdog will say so)
+	}
+	c.steps++
+	c.turn[next] <- struct{}{}
+}
+
+func (c *Conductor) pickLocked() int {
+	n := len(c.state)
+	// Prefer participants that are not spinning: whoever they wait for
+	// must get to run. If every runnable one spins, take them in turn
+	// (round robin), so that none is starved by the strategy's order.
+	allSpin := true
+	for i := 0; i < n; i++ {
+		if c.state[i] == runnable && !c.spinning[i] {
+			allSpin = false
+			break
+		}
+	}
+	if allSpin {
+		for k := 1; k <= n; k++ {
+			if i := (c.running + k + n) % n; c.state[i] == runnable {
+				return i
+			}
+		}
+		return -1
+	}
+	for pass := 0; pass < 1; pass++ {
+		best := -1
+		var bestKey int64
+		cands := 0
+		for i := 0; i < n; i++ {
+			if c.state[i] != runnable || (pass == 0 && c.spinning[i]) {
+				continue
+			}
+			cands++
+			var key int64
+			switch c.strat.Kind {
+			case "time":
+				if c.clock != nil {
+					key = c.clock(i)
+				}
+			case "pct":
+				key = -int64(c.prio[i])
+			}
+			if c.strat.Kind == "random" {
+				// reservoir: uniform among candidates
+				if c.rng.IntN(cands) == 0 {
+					best = i
+				}
+				continue
+			}
+			if best < 0 || key < bestKey {
+				best, bestKey = i, key
+			}
+		}
+		if best >= 0 {
+			if c.strat.Kind == "pct" {
+				for _, cp := range c.changes {
+					if cp == c.steps {
+						c.prio[best] = c.lowest
+						c.lowest--
+					}
+				}
+			}
+			return best
+		}
+	}
+	return -1
+}
+
+// Hooks returns spinlock hooks that make every lock-layer yield point a
+// turn change (spinlock.Hooks).
+func (c *Conductor) Hooks() *Hooks { return &Hooks{c: c} }
