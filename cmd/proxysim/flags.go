@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/conductor"
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/task"
 )
@@ -122,6 +123,8 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options) {
 	fs.StringVar(&mf.report, "report", "", "failure report file (default proxysim-report-SEED.txt when a run fails)")
 	fs.StringVar(&mf.trace, "trace", "", "write the last events as Chrome/Perfetto trace-event JSON to this file")
 	fs.IntVar(&mf.events, "report-events", 400, "events of all CPUs to include in a failure report")
+	fs.BoolVar(&mf.o.Deterministic, "deterministic", false, "serial mode: one CPU goroutine at a time, switched at every yield point by --strategy; same seed, same run")
+	fs.StringVar(&mf.o.Strategy, "strategy", "time", "deterministic strategy: time (smallest virtual clock first), random, or pct:D")
 	mf.serve.register(fs)
 	mf.logs.register(fs)
 }
@@ -154,6 +157,11 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	}
 	if mf.events < 0 {
 		return usagef("--report-events must not be negative")
+	}
+	if mf.o.Deterministic {
+		if _, err := conductor.ParseStrategy(mf.o.Strategy); err != nil {
+			return usagef("--strategy: %v", err)
+		}
 	}
 	b, err := bugs.Parse(mf.bugNames)
 	if err != nil {

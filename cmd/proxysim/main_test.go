@@ -153,3 +153,44 @@ func TestViolationExits1WithReport(t *testing.T) {
 		}
 	}
 }
+
+// A deterministic failure replays from its report to the same violation at
+// the same event.
+func TestReplayDeterministicReport(t *testing.T) {
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "det.report")
+	code, _, _ := runCLI(t, "stress", "--cpus", "8", "--deterministic", "--strategy", "random", "--seed", "3",
+		"--bug", "runnable-without-return", "--report", rep, "--stat-interval", "0", "--duration", "60s")
+	if code != exitViolation {
+		t.Fatalf("deterministic stress with a bug: exit %d, want 1", code)
+	}
+	code, out, errs := runCLI(t, "replay", rep)
+	if code != exitOK || !strings.Contains(out, "reproduced: same violation at the same event") {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, _ := runCLI(t, "replay", filepath.Join(dir, "missing")); code != exitUsage {
+		t.Errorf("replay of a missing file: exit %d, want 2", code)
+	}
+}
+
+func TestDeterministicJSONHasTraceHash(t *testing.T) {
+	var hashes []string
+	for i := 0; i < 2; i++ {
+		code, out, _ := runCLI(t, "run", "--cpus", "4", "--sim-time", "20ms", "--seed", "8", "--deterministic", "--strategy", "pct:3", "--json")
+		if code != exitOK {
+			t.Fatalf("exit %d", code)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(out), &obj); err != nil {
+			t.Fatal(err)
+		}
+		h, _ := obj["trace_hash"].(string)
+		if len(h) != 16 {
+			t.Fatalf("trace_hash %q", h)
+		}
+		hashes = append(hashes, h)
+	}
+	if hashes[0] != hashes[1] {
+		t.Fatalf("same seed, different hashes: %v", hashes)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/conductor"
 	"github.com/proxysim/proxysim/internal/sim"
 )
 
@@ -35,6 +36,8 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	sf.machineFlags.o = stressDefaults()
 	fs.IntVar(&sf.o.CPUs, "cpus", sf.o.CPUs, "with --hunt: simulated CPUs")
 	fs.Float64Var(&sf.o.Jitter, "jitter", sf.o.Jitter, "with --hunt: stress jitter probability")
+	fs.BoolVar(&sf.o.Deterministic, "deterministic", false, "with --hunt: hunt in deterministic (serial) mode")
+	fs.StringVar(&sf.o.Strategy, "strategy", "random", "with --hunt --deterministic: time, random or pct:D")
 	if err := parse(fs, args, bugsUsage, stdout); err != nil {
 		return 0, err
 	}
@@ -58,6 +61,11 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if sf.o.CPUs < 1 || sf.o.CPUs > 1024 {
 		return 0, usagef("--cpus %d out of range 1-1024", sf.o.CPUs)
+	}
+	if sf.o.Deterministic {
+		if _, err := conductor.ParseStrategy(sf.o.Strategy); err != nil {
+			return 0, usagef("--strategy: %v", err)
+		}
 	}
 	names := sim.BugNames()
 	if len(only) > 0 {
@@ -100,7 +108,11 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 		enc.SetIndent("", "  ")
 		return exitOK, enc.Encode(map[string]any{"bugs": rows, "control": ctl, "budget_ns": *budget, "cpus": sf.o.CPUs})
 	}
-	fmt.Fprintf(stdout, "time to detection, proxysim stress --cpus %d, %d seeds, budget %v per run\n", sf.o.CPUs, *seeds, *budget)
+	mode := "concurrent"
+	if sf.o.Deterministic {
+		mode = "deterministic --strategy " + sf.o.Strategy
+	}
+	fmt.Fprintf(stdout, "time to detection, proxysim stress --cpus %d (%s), %d seeds, budget %v per run\n", sf.o.CPUs, mode, *seeds, *budget)
 	fmt.Fprintf(stdout, "%-24s %-7s %-9s %-9s %s\n", "BUG", "CAUGHT", "MEDIAN", "MAX", "CAUGHT BY")
 	code := exitOK
 	for _, r := range rows {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/conductor"
 	"github.com/proxysim/proxysim/internal/cpu"
 	"github.com/proxysim/proxysim/internal/inject"
 	"github.com/proxysim/proxysim/internal/spinlock"
@@ -36,6 +37,11 @@ type Options struct {
 	WakingBound    time.Duration
 	Hooks          func(cpu int) spinlock.Hooks
 	OnEpoch        func(m *cpu.Machine, horizon int64)
+
+	// Deterministic runs the machine serially under a conductor with
+	// Strategy ("time", "random", "pct:D"); jitter and stutter are off.
+	Deterministic bool
+	Strategy      string
 
 	// Race-hunting injectors (proxysim stress).
 	Jitter          float64       // probability of a yield or delay at each yield point (0: off)
@@ -100,6 +106,16 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.Hooks = o.Hooks
 	cfg.OnEpoch = o.OnEpoch
 	cfg.ShuffleEvery = int64(o.ShuffleInterval)
+	if o.Deterministic {
+		st, err := conductor.ParseStrategy(o.Strategy)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Strategy = &st
+		// The conductor decides every interleaving; wall-clock injectors
+		// would make the run depend on the host.
+		o.Jitter, o.Stutter = 0, 0
+	}
 	run := &Run{Opts: o, Scenario: sc}
 	if o.Jitter > 0 {
 		run.Jitter = inject.NewJitter(o.Jitter, o.JitterDelay, o.Seed, o.CPUs)
@@ -188,6 +204,11 @@ type Summary struct {
 	ChainLength           map[string]uint64       `json:"chain_length_histogram"`
 	Groups                map[string]GroupSummary `json:"groups"`
 	StopReason            string                  `json:"stop_reason"`
+	Deterministic         bool                    `json:"deterministic"`
+	Strategy              string                  `json:"strategy,omitempty"`
+	TraceHash             string                  `json:"trace_hash,omitempty"` // deterministic mode: hash of the full event sequence
+	Events                uint64                  `json:"events"`
+	ScheduleSteps         uint64                  `json:"schedule_steps,omitempty"`
 	LockOrderEdges        []string                `json:"lock_order_edges"`
 }
 
@@ -199,6 +220,11 @@ func (r *Run) Summarize() *Summary {
 		Bugs: r.Opts.Bugs.Names(), WallTimeNs: int64(m.WallTime()), Violations: m.Rep.Violations(),
 		Counters: map[string]uint64{}, MigrationsByReason: map[string]uint64{}, ChainLength: map[string]uint64{},
 		Groups: map[string]GroupSummary{}, StopReason: m.StopReason(),
+		Deterministic: m.Deterministic(), Events: m.EventCount(), ScheduleSteps: m.ScheduleSteps(),
+	}
+	if s.Deterministic {
+		s.Strategy = r.Opts.Strategy
+		s.TraceHash = fmt.Sprintf("%016x", m.TraceHash())
 	}
 	if s.Bugs == nil {
 		s.Bugs = []string{}

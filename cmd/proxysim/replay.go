@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/proxysim/proxysim/internal/sim"
+)
+
+const replayUsage = `Usage: proxysim replay REPORT
+
+Runs the command recorded in a failure report ("reproduce:" line) again and
+checks that it hits the same violation at the same event number. Meant for
+reports of deterministic runs (--deterministic), which repeat exactly.
+
+Exit codes: 0 the same violation at the same event, 1 not reproduced,
+2 usage or unreadable report, 3 internal error.
+`
+
+var violationLine = regexp.MustCompile(`\[event #(\d+), t=[^\]]*\] invariant (\d+) \(([^)]+)\)`)
+
+func cmdReplay(args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprint(stdout, replayUsage)
+		return exitOK, nil
+	}
+	if len(args) != 1 {
+		return 0, usagef("want exactly one argument, the report file")
+	}
+	b, err := os.ReadFile(args[0])
+	if err != nil {
+		return 0, usagef("%v", err)
+	}
+	text := string(b)
+	var cmdline string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "reproduce: ") {
+			cmdline = strings.TrimPrefix(l, "reproduce: ")
+			break
+		}
+	}
+	if cmdline == "" {
+		return 0, usagef("%s: no 'reproduce:' line: not a proxysim report", args[0])
+	}
+	want := violationLine.FindStringSubmatch(text)
+	if want == nil {
+		return 0, usagef("%s: the report records no violation to replay", args[0])
+	}
+	words, err := shellWords(cmdline)
+	if err != nil || len(words) < 2 || words[0] != "proxysim" || (words[1] != "run" && words[1] != "stress") {
+		return 0, usagef("%s: cannot replay %q", args[0], cmdline)
+	}
+	mf, err := parseMachineArgs(words[1], words[2:])
+	if err != nil {
+		return 0, err
+	}
+	if !mf.o.Deterministic {
+		fmt.Fprintf(stderr, "proxysim replay: the report is of a concurrent run: it may not repeat (use --deterministic runs for exact replay)\n")
+	}
+	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
+	if err != nil {
+		return 0, usageError{err.Error()}
+	}
+	r, err := sim.Build(mf.o, sc)
+	if err != nil {
+		return 0, usageError{err.Error()}
+	}
+	s := r.Execute()
+	fmt.Fprintf(stdout, "replaying: %s\nrecorded:  invariant %s (%s) at event #%s\n", cmdline, want[2], want[3], want[1])
+	if !s.Failed() {
+		fmt.Fprintf(stdout, "replayed:  no violation\nNOT reproduced\n")
+		return exitViolation, nil
+	}
+	v := s.Violations[0]
+	fmt.Fprintf(stdout, "replayed:  invariant %d (%s) at event #%d: %s\n", int(v.Invariant), v.Name, v.Seq, v.Message)
+	seq, _ := strconv.ParseUint(want[1], 10, 64)
+	if v.Name == want[3] && v.Seq == seq {
+		fmt.Fprintf(stdout, "reproduced: same violation at the same event\n")
+		return exitOK, nil
+	}
+	fmt.Fprintf(stdout, "NOT reproduced: a different violation or event\n")
+	return exitViolation, nil
+}
+
+// parseMachineArgs parses run or stress flags the way those commands do.
+func parseMachineArgs(verb string, args []string) (*machineFlags, error) {
+	if verb == "stress" {
+		fs := &flag2{newFlagSet("stress", stressUsage, io.Discard)}
+		var sf stressFlags
+		sf.register(fs)
+		if err := parse(fs.FlagSet, args, "", io.Discard); err != nil {
+			return nil, err
+		}
+		if err := sf.finish(fs.FlagSet); err != nil {
+			return nil, err
+		}
+		sf.o.Duration = 0
+		if sf.o.Deterministic {
+			// a deterministic stress run ends at its sim time; keep the
+			// recorded wall-clock cap out of the replay
+			sf.o.Duration = 0
+		}
+		return &sf.machineFlags, nil
+	}
+	fs := newFlagSet("run", runUsage, io.Discard)
+	var mf machineFlags
+	mf.register(fs, sim.Defaults())
+	if err := parse(fs, args, "", io.Discard); err != nil {
+		return nil, err
+	}
+	if err := mf.finish(fs); err != nil {
+		return nil, err
+	}
+	return &mf, nil
+}
+
+// shellWords splits a command line written by reproduce(): words
+// separated by spaces, single quotes around words with special characters.
+func shellWords(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inWord, inQuote := false, false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case inQuote && ch == '\'':
+			inQuote = false
+		case inQuote:
+			cur.WriteByte(ch)
+		case ch == '\'':
+			inQuote, inWord = true, true
+		case ch == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		case ch == ' ':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(ch)
+			inWord = true
+		}
+	}
+	if inQuote {
+		return nil, fmt.Errorf("unterminated quote")
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
