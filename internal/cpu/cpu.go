@@ -50,11 +50,11 @@ type CPU struct {
 	timerID   uint64
 
 	// Owned by this CPU's goroutine.
-	nextTick    int64
-	lastBalance int64
-	nextShuffle int64
-	busy        int64 // virtual time spent executing tasks
-	wq          mutex.WakeQ
+	nextTick     int64
+	lastBalance  int64
+	shuffleTicks int64
+	busy         int64 // virtual time spent executing tasks
+	wq           mutex.WakeQ
 	// stopWork lists tasks whose affinity no longer allows this CPU and
 	// which were running when it changed. Protected by rq.Lock.
 	stopWork []*task.Task
@@ -297,11 +297,13 @@ func (cp *CPU) tick() {
 		cp.lastBalance = c.Now
 		cp.periodicBalance(nr)
 	}
-	if m.cfg.ShuffleEvery > 0 && c.Now >= cp.nextShuffle {
-		if cp.nextShuffle != 0 {
+	if m.cfg.ShuffleEvery > 0 {
+		// One shuffle per ShuffleEvery of busy (ticking) virtual time.
+		cp.shuffleTicks++
+		if k := max(m.cfg.ShuffleEvery/m.cfg.Tick, 1); cp.shuffleTicks >= k {
+			cp.shuffleTicks = 0
 			cp.shuffle()
 		}
-		cp.nextShuffle = c.Now + m.cfg.ShuffleEvery
 	}
 }
 
