@@ -75,6 +75,7 @@ type Machine struct {
 
 	bar       barrier
 	cond      *conductor.Conductor // serial mode, or nil
+	rto       atomic.Int32         // runqueues with two or more RT tasks
 	stopReq   chan struct{}
 	stopping  atomic.Bool
 	stopWhy   atomic.Pointer[string]
@@ -123,6 +124,7 @@ func New(cfg Config) (*Machine, error) {
 		idle.NrCPUsAllowed = 1
 		idle.SetOnCPU(true)
 		r := rq.New(i, idle)
+		r.RTO = &m.rto
 		st := &stats.CPU{}
 		lc := spinlock.NewCPU(i)
 		lc.Dep = m.Dep

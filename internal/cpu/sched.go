@@ -49,8 +49,8 @@ func (cp *CPU) schedule(preempt bool) {
 			next.SetBlockedDonor(c.CPU, nil)
 			next.BlockedLock.Unlock(c.CPU)
 		}
+		cp.queueRTBalance(prev, next)
 		if next != r.Idle && proxy.TaskIsBlocked(c, next) {
-			cp.queuePushCallback(next)
 			n := proxy.FindProxyTask(c, m, r, next)
 			if n == nil {
 				r.ZapBalanceCallbacks(c)
@@ -155,17 +155,6 @@ func (cp *CPU) tryToBlockTask(prev *task.Task, st task.State) {
 		r.NrUninterruptible++
 	}
 	c.Emit(trace.EvBlock, int32(prev.ID), int32(st), 0, 0)
-}
-
-// queuePushCallback queues an RT push balance callback when the pick
-// leaves other RT tasks waiting here (queue_push_tasks).
-func (cp *CPU) queuePushCallback(next *task.Task) {
-	r := cp.rq
-	nrRT, _ := r.Stats()
-	if nrRT < 2 {
-		return
-	}
-	r.QueueBalanceCallback(cp.c, rq.BalanceCallback{Name: "push_rt_tasks", Fn: cp.m.pushRTTasks})
 }
 
 // movable is can_migrate_task() for pulling t from src to dst (src lock

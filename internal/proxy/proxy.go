@@ -217,6 +217,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				r.DeactivateTask(c, park, rq.DequeueSleep)
 				owner.BlockedLock.Lock(c.CPU)
 				park.SleepingOwner.Store(owner)
+				park.ParkedBatch = 0
 				owner.BlockedHead = append(owner.BlockedHead, park)
 				owner.BlockedLock.Unlock(c.CPU)
 				c.Inc(stats.SleepingOwnerEnqueues)
@@ -483,6 +484,7 @@ func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
 	r.Lock.AssertHeld(c.CPU)
 	owner.BlockedLock.AssertHeld(c.CPU)
 	p.SleepingOwner.Store(owner)
+	p.ParkedBatch = 0
 	owner.BlockedHead = append(owner.BlockedHead, p)
 	ReschedIdle(c, r)
 	r.DeactivateTask(c, p, rq.DequeueSleep)
@@ -505,6 +507,7 @@ func UnlinkSleepingOwner(c *percpu.Ctx, p *task.Task) {
 				break
 			}
 		}
+		p.ParkedBatch = 0 // out of a detached batch too (list_del_init)
 		p.SleepingOwner.Store(nil)
 	}
 	so.BlockedLock.Unlock(c.CPU)
@@ -553,13 +556,21 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 		batch := o.BlockedHead
 		o.BlockedHead = nil
 		o.OnActivationList = false
+		o.BatchSeq++
+		gen := o.BatchSeq
+		for _, w := range batch {
+			w.ParkedBatch = gen
+		}
 		for _, w := range batch {
 			// One waiter at a time, juggling the owner's blocked_lock: it
-			// leaves the owner's list (unless it was woken and unlinked, or
-			// parked elsewhere, meanwhile), then is activated without it.
-			if w.SleepingOwner.Load() == o {
-				w.SleepingOwner.Store(nil)
+			// leaves the batch, then is activated without the lock. A
+			// waiter that left the batch meanwhile (woken and unlinked,
+			// perhaps parked again, even on this same owner) is skipped.
+			if !c.Bug(bugs.LateActivationOnCPU) && (w.SleepingOwner.Load() != o || w.ParkedBatch != gen) {
+				continue
 			}
+			w.ParkedBatch = 0
+			w.SleepingOwner.Store(nil)
 			o.BlockedLock.Unlock(c.CPU)
 			doActivateBlockedWaiter(c, mach, target, o, w)
 			w.BlockedLock.Lock(c.CPU)

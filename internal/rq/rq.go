@@ -73,6 +73,11 @@ type RQ struct {
 	// Kick sends a reschedule IPI to this CPU on behalf of CPU c. Set by
 	// the cpu package before the machine starts.
 	Kick func(c *percpu.Ctx, cpu int)
+	// nrRT counts queued RT tasks. Written under Lock; read without it.
+	nrRT atomic.Int32
+	// RTO counts, machine-wide, the runqueues with two or more RT tasks
+	// (rto_count: candidates for RT pull). Shared; set before start.
+	RTO *atomic.Int32
 }
 
 // New returns the runqueue of cpu with its idle task.
@@ -117,6 +122,9 @@ func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 	r.Lock.AssertHeld(c.CPU)
 	r.donor = p
 }
+
+// NrRT returns the number of queued RT tasks (READ_ONCE).
+func (r *RQ) NrRT() int { return int(r.nrRT.Load()) }
 
 // NrRunning returns nr_running (READ_ONCE).
 func (r *RQ) NrRunning() int { return int(r.nrRunning.Load()) }
@@ -185,6 +193,9 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 			}
 		}
 		r.rt = append(r.rt, p)
+		if r.nrRT.Add(1) == 2 && r.RTO != nil {
+			r.RTO.Add(1)
+		}
 	} else {
 		lag := se.Vlag
 		if flags&EnqueueWakeup != 0 && lag < -SleeperCredit {
@@ -214,6 +225,9 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
 	}
 	if se.Policy.RT() {
 		r.rt = remove(r.rt, p)
+		if r.nrRT.Add(-1) == 1 && r.RTO != nil {
+			r.RTO.Add(-1)
+		}
 	} else {
 		r.fair = remove(r.fair, p)
 		se.Vlag = se.Vruntime - r.minVruntime

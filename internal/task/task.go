@@ -201,6 +201,15 @@ type Task struct {
 	// OnActivationList: this task is on an activate_blocked_waiters work
 	// list. Protected by BlockedLock.
 	OnActivationList bool
+	// BatchSeq numbers the batches detached from this task's BlockedHead.
+	// Protected by BlockedLock.
+	BatchSeq uint64
+	// ParkedBatch is the batch (of its SleepingOwner's list) this waiter
+	// sits in, 0 while on the live list: the slice form of the kernel's
+	// intrusive blocked_node, which stays linked in a detached batch until
+	// it is activated or unlinks itself. Protected by the BlockedLock of
+	// SleepingOwner.
+	ParkedBatch uint64
 
 	// WakeEntry links the task on a CPU's wake list (llist). Written by the
 	// waker holding PiLock, consumed by the target CPU.

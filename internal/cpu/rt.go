@@ -1,0 +1,223 @@
+package cpu
+
+import (
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/proxy"
+	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// RT push and pull (kernel/sched/rt.c), proxy-aware (section 4.10):
+// never pushed or pulled are the running task, the donor, anything
+// on_cpu, and (as a single task) a mutex-blocked donor; with proxy
+// execution on, a blocked donor's whole queued chain may move when its
+// execution context may run on the destination (the full series'
+// chain-level balancing). With proxy execution off this is exactly the
+// classic rule: not running and allowed on the destination.
+
+// queueRTBalance queues push_rt_tasks when the pick leaves RT tasks
+// waiting here, and pull_rt_task when this CPU's priority drops from RT
+// (prev was RT, next is not: need_pull_rt_task) while other runqueues are
+// RT-overloaded (queue_balance_callback).
+func (cp *CPU) queueRTBalance(prev, next *task.Task) {
+	c, r := cp.c, cp.rq
+	if next.RT() {
+		if r.NrRT() >= 2 {
+			r.QueueBalanceCallback(c, rq.BalanceCallback{Name: "push_rt_tasks", Fn: cp.m.pushRTTasks})
+		}
+		return
+	}
+	if prev.RT() && cp.m.rto.Load() > 0 {
+		r.QueueBalanceCallback(c, rq.BalanceCallback{Name: "pull_rt_task", Fn: cp.m.pullRTTask})
+	}
+}
+
+// pushability results (task_is_pushable).
+const (
+	notPushable = 0
+	pushable    = 1
+	execForbids = -1 // pushable chain, but its execution context may not run there
+)
+
+// findExecCtx follows p's blocked_on chain while the links are queued on
+// r (find_exec_ctx). It returns the execution context, or nil when the
+// chain leaves this runqueue (owner elsewhere or asleep), plus the links
+// walked (p first, the execution context included).
+func findExecCtx(c *percpu.Ctx, r *rq.RQ, p *task.Task) (*task.Task, []*task.Task) {
+	chain := []*task.Task{p}
+	t := p
+	for i := 0; i < proxy.MaxChain; i++ {
+		if !proxy.TaskIsBlocked(c, t) {
+			return t, chain
+		}
+		t.BlockedLock.Lock(c.CPU)
+		m := t.BlockedOn(c.CPU)
+		t.BlockedLock.Unlock(c.CPU)
+		if m == nil {
+			return t, chain
+		}
+		o := m.OwnerTask()
+		if o == nil || o == t || !o.Queued() || o.CPU() != r.CPU {
+			return nil, chain
+		}
+		t = o
+		chain = append(chain, t)
+	}
+	return nil, chain
+}
+
+// taskIsPushable is task_is_pushable(): may p (queued on r) move to cpu?
+// It returns the tasks to move with it.
+func taskIsPushable(c *percpu.Ctx, r *rq.RQ, p *task.Task, cpu int) (int, []*task.Task) {
+	if !p.Queued() || p.CPU() != r.CPU || p == r.Curr() || p == r.Donor(c) || p.OnCPU() || p.MigrationReady {
+		return notPushable, nil
+	}
+	if !c.Proxy || !proxy.TaskIsBlocked(c, p) {
+		// __task_is_pushable: the classic test.
+		if p.CPUsMask.Has(cpu) {
+			return pushable, []*task.Task{p}
+		}
+		return notPushable, nil
+	}
+	exec, chain := findExecCtx(c, r, p)
+	for _, t := range chain {
+		// A link may be the task this CPU is still switching away from
+		// (blocked, but curr and on_cpu while __schedule has dropped the
+		// lock): nothing running or about to run moves.
+		if t == r.Curr() || t == r.Donor(c) || t.OnCPU() || t.MigrationReady {
+			return notPushable, nil
+		}
+	}
+	if exec == nil {
+		// The chain leaves this runqueue: the queued donors can go.
+		return pushable, chain
+	}
+	if exec == r.Curr() || exec == r.Donor(c) || exec.OnCPU() || exec.NrCPUsAllowed == 1 {
+		return notPushable, nil
+	}
+	if exec.CPUsMask.Has(cpu) {
+		return pushable, chain
+	}
+	return execForbids, nil
+}
+
+// moveChain moves tasks from src to dst; both rq locks are held
+// (move_queued_task_locked). Blocked links keep their home CPU, as in a
+// proxy migration; the execution context goes home to dst.
+func moveChain(c *percpu.Ctx, src, dst *rq.RQ, tasks []*task.Task) {
+	for i, t := range tasks {
+		blocked := proxy.TaskIsBlocked(c, t)
+		src.DeactivateTask(c, t, rq.DequeueMigrating)
+		why := trace.ReasonLoadBalance
+		if i > 0 {
+			why = trace.ReasonChain
+		}
+		rq.SetTaskCPU(c, t, dst.CPU, blocked, why)
+		dst.ActivateTask(c, t, rq.EnqueueMigrated)
+	}
+	dst.CheckPreemptCurr(c, tasks[0])
+}
+
+// rtCandidates lists r's queued RT tasks best first.
+func rtCandidates(r *rq.RQ) []*task.Task {
+	var out []*task.Task
+	for _, t := range r.Tasks() {
+		if t.RT() {
+			out = append(out, t)
+		}
+	}
+	for i := 1; i < len(out); i++ { // insertion sort by prio: short lists
+		for j := i; j > 0 && out[j].SE.Prio < out[j-1].SE.Prio; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// pushRTTasks is push_rt_tasks(), run as a balance callback with r
+// locked: move a waiting RT task (or chain) to a CPU running something of
+// lower priority.
+func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
+	for _, p := range rtCandidates(r) {
+		if p == r.Curr() || p == r.Donor(c) {
+			continue
+		}
+		// find_lowest_rq: an allowed CPU whose current priority is lower.
+		target, worst := -1, p.SE.Prio
+		mask := p.CPUsMask
+		if exec, _ := findExecCtx(c, r, p); c.Proxy && exec != nil && exec != p {
+			mask = exec.CPUsMask // the execution context must be allowed there
+		}
+		for cpu := mask.Next(0); cpu >= 0; cpu = mask.Next(cpu + 1) {
+			if cpu == r.CPU {
+				continue
+			}
+			if pr := m.rqs[cpu].CurrPrio(); pr > worst {
+				target, worst = cpu, pr
+				if pr == task.IdlePrio {
+					break
+				}
+			}
+		}
+		if target < 0 {
+			continue
+		}
+		if ok, _ := taskIsPushable(c, r, p, target); ok != pushable {
+			continue
+		}
+		tr := m.rqs[target]
+		// double_lock_balance: drop ours if the order requires, then recheck.
+		if tr.CPU < r.CPU {
+			r.Lock.Unlock(c.CPU)
+			rq.DoubleLock(c, tr, r)
+		} else {
+			tr.Lock.Lock(c.CPU)
+		}
+		ok, chain := taskIsPushable(c, r, p, target)
+		if ok == pushable && tr.CurrPrio() > p.SE.Prio {
+			moveChain(c, r, tr, chain)
+			c.Inc(stats.RTPushes)
+		} else {
+			c.Inc(stats.LockJugglingRetries) // things changed while the lock was dropped
+		}
+		tr.Lock.Unlock(c.CPU)
+		return
+	}
+}
+
+// pullRTTask is pull_rt_task(), run as a balance callback with r locked
+// after this CPU picked something below RT: take the best pushable RT
+// task (or chain) from an RT-overloaded runqueue whose priority beats
+// ours.
+func (m *Machine) pullRTTask(c *percpu.Ctx, r *rq.RQ) {
+	n := len(m.rqs)
+	span := min(n, 64)
+	start := int(c.Rand.IntN(n))
+	for i := 0; i < span; i++ {
+		src := m.rqs[(start+i)%n]
+		if src == r || src.NrRT() < 2 {
+			continue
+		}
+		r.Lock.Unlock(c.CPU)
+		rq.DoubleLock(c, r, src)
+		pulled := false
+		for _, p := range rtCandidates(src) {
+			if p.SE.Prio >= r.Donor(c).SE.Prio {
+				break
+			}
+			if ok, chain := taskIsPushable(c, src, p, r.CPU); ok == pushable {
+				moveChain(c, src, r, chain)
+				c.Inc(stats.RTPulls)
+				pulled = true
+				break
+			}
+		}
+		src.Lock.Unlock(c.CPU)
+		if pulled {
+			r.SetNeedResched()
+			return
+		}
+	}
+}
