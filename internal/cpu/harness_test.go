@@ -20,9 +20,14 @@ import (
 
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/trace"
 )
+
+// cfgHorizon is the harness machine's epoch, sim time and run horizon:
+// far away, and below the timer list's "no timer" value (1<<62-1).
+const cfgHorizon = math.MaxInt64 / 4
 
 type harness struct {
 	t       *testing.T
@@ -31,6 +36,12 @@ type harness struct {
 	tasks   map[string]*task.Task
 	lastSeq uint64
 	nviol   int
+	// intr is the armed interrupt, if any; nested is true while it runs;
+	// out holds the output of a command so far when an interrupt fired.
+	intr   *interrupt
+	nested bool
+	paused int
+	out    strings.Builder
 }
 
 func TestScenarios(t *testing.T) {
@@ -46,7 +57,16 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 			t.Fatalf("%s: panic: %v", d.Pos, e)
 		}
 	}()
+	if in := h.intr; in != nil && d.Cmd != "interrupt" {
+		defer func() {
+			if h.intr == in {
+				t.Fatalf("%s: the interrupt armed before this command did not fire", d.Pos)
+			}
+		}()
+	}
 	switch d.Cmd {
+	case "interrupt":
+		return h.armInterrupt(t, d)
 	case "machine":
 		return h.machine(t, d)
 	case "mutex":
@@ -61,7 +81,10 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		steps := h.intArg(t, d, "steps", 1)
 		cp := h.m.cpus[cpu]
 		for i := 0; i < steps; i++ {
-			if cp.iterate(math.MaxInt64 / 2) {
+			// The horizon is the epoch's end (below the "no timer"
+			// sentinel, 1<<62-1): an idle CPU with no timer stops here
+			// instead of jumping its clock to the sentinel.
+			if cp.iterate(cfgHorizon) {
 				break // idle with nothing to do
 			}
 		}
@@ -109,11 +132,12 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 	cfg := DefaultConfig()
 	cfg.CPUs = h.intArg(t, d, "cpus", 2)
-	cfg.Epoch = math.MaxInt64 / 4
-	cfg.SimTime = math.MaxInt64 / 4
+	cfg.Epoch = cfgHorizon
+	cfg.SimTime = cfgHorizon
 	cfg.RingSize = 1 << 14
 	cfg.Seed = 1
 	cfg.AuditEvery = 0
+	cfg.Hooks = func(int) spinlock.Hooks { return harnessHooks{h} }
 	for _, a := range d.CmdArgs {
 		switch a.Key {
 		case "proxy":
@@ -132,7 +156,8 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.m, h.mutexes, h.tasks, h.lastSeq = m, map[string]int{}, map[string]*task.Task{}, 0
+	h.m, h.mutexes, h.tasks, h.lastSeq, h.nviol = m, map[string]int{}, map[string]*task.Task{}, 0, 0
+	h.intr = nil
 	return ""
 }
 
@@ -244,6 +269,8 @@ func (h *harness) name(id int32) string {
 // omitted, then any new violations.
 func (h *harness) events() string {
 	var b strings.Builder
+	b.WriteString(h.out.String())
+	h.out.Reset()
 	for _, e := range h.m.Log.Merged(0) {
 		if e.Seq <= h.lastSeq {
 			continue
@@ -376,4 +403,87 @@ func (h *harness) state() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// interrupt is armed by `interrupt cpu=N task=X when=migrating|waking
+// run=M [steps=K]` and fires during the next command: the first time CPU
+// N passes a lock-release yield point while X is on_rq MIGRATING (when=
+// migrating) or BO_WAKING (when=waking), holding no lock but pi_locks, CPU
+// M takes K turns of its loop right there, as it could concurrently, and
+// then CPU N goes on. It makes mid-operation interleavings (a move between
+// its two rq locks, an unlock before its wake_up_q) exact. The nested CPU
+// must not need a lock the paused one holds, nor wait for it: either fails
+// the test. A command that does not fire an armed interrupt fails too.
+type interrupt struct {
+	cpu, run, steps int
+	p               *task.Task
+	when            string
+}
+
+func (h *harness) armInterrupt(t *testing.T, d *datadriven.TestData) string {
+	in := &interrupt{cpu: h.intArg(t, d, "cpu", 0), run: h.intArg(t, d, "run", 0), steps: h.intArg(t, d, "steps", 1), p: h.taskArg(t, d, "task")}
+	d.ScanArgs(t, "when", &in.when)
+	if in.when != "migrating" && in.when != "waking" {
+		t.Fatalf("%s: interrupt when=%q: want migrating or waking", d.Pos, in.when)
+	}
+	if in.cpu == in.run || in.run < 0 || in.run >= h.m.NumCPUs() {
+		t.Fatalf("%s: interrupt run=%d: want another CPU of the machine", d.Pos, in.run)
+	}
+	h.intr = in
+	return ""
+}
+
+// harnessHooks are the lock-layer hooks of every harness CPU: no-ops
+// unless an interrupt is armed or running.
+type harnessHooks struct{ h *harness }
+
+func (k harnessHooks) Yield(c *spinlock.CPU, pt spinlock.Point) {
+	h := k.h
+	if h.nested && pt == spinlock.PointRelax {
+		panic(fmt.Sprintf("interrupt: cpu%d waits (cpu_relax) for something paused cpu%d holds", c.ID, h.paused))
+	}
+	in := h.intr
+	if in == nil || h.nested || pt != spinlock.PointRelease || c.ID != in.cpu || !h.interruptDue(c, in) {
+		return
+	}
+	h.intr = nil
+	h.out.WriteString(h.events())
+	held := c.HeldLocks()
+	if held == "" {
+		held = "no lock"
+	}
+	fmt.Fprintf(&h.out, "-- cpu%d paused (%s %s, holding %s): cpu%d runs\n", in.cpu, in.p.Name, in.when, held, in.run)
+	h.nested, h.paused = true, in.cpu
+	cp := h.m.cpus[in.run]
+	for i := 0; i < in.steps; i++ {
+		if cp.iterate(cfgHorizon) {
+			break
+		}
+	}
+	h.nested = false
+	h.out.WriteString(h.events())
+	fmt.Fprintf(&h.out, "-- cpu%d resumes\n", in.cpu)
+}
+
+func (k harnessHooks) Spin(c *spinlock.CPU, l *spinlock.Lock) bool {
+	if k.h.nested {
+		panic(fmt.Sprintf("interrupt: cpu%d needs %s#%d, held by cpu%d (paused: cpu%d)", c.ID, l.Class(), l.Sub(), l.Holder(), k.h.paused))
+	}
+	return false
+}
+
+func (h *harness) interruptDue(c *spinlock.CPU, in *interrupt) bool {
+	for _, l := range strings.Split(c.HeldLocks(), " -> ") {
+		if l != "" && !strings.HasPrefix(l, spinlock.ClassPiLock.String()+"#") {
+			return false
+		}
+	}
+	switch in.when {
+	case "migrating":
+		return in.p.Migrating()
+	case "waking":
+		m, s, _ := in.p.Peek()
+		return m != nil && s == task.BOWaking
+	}
+	return false
 }
