@@ -151,6 +151,7 @@ func (c *CPU) YieldPoint() {
 	if c.Hooks != nil {
 		c.Hooks.Yield(c, PointStep)
 	}
+	runtime.Gosched()
 }
 
 // Lock takes l on behalf of CPU c.
