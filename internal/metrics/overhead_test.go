@@ -21,6 +21,8 @@ var (
 		"BenchmarkMetricsOverhead: virtual time of each run (256 CPUs of the mixed workload simulate 150-250ms per wall second on 2 cores)")
 	overheadRounds = flag.Int("overhead.rounds", 4,
 		"BenchmarkMetricsOverhead: rounds, each one run without and one with metrics")
+	overheadPerCPU = flag.Bool("overhead.per-cpu", false,
+		"BenchmarkMetricsOverhead: also export the per-CPU series (--metrics-per-cpu)")
 )
 
 // BenchmarkMetricsOverhead compares the simulator's event rate with its
@@ -31,8 +33,8 @@ var (
 //
 // Each round runs the same scenario twice, same seed and the same fixed
 // virtual time (-overhead.sim-time, so both runs do about the same work):
-// once bare, once with a Collector (per-CPU series on, the heaviest
-// exposition) served by Serve on 127.0.0.1 and scraped by ScrapeLoop every
+// once bare, once with a Collector (default series; -overhead.per-cpu
+// adds the per-CPU ones) served by Serve on 127.0.0.1 and scraped by ScrapeLoop every
 // second, as Prometheus would. The order alternates between rounds (off,on
 // then on,off) so that drift in the machine's load does not favour one
 // side; an untimed warm-up run goes first. It reports the events per wall
@@ -81,7 +83,7 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 		ctx, stop := context.WithCancel(context.Background())
 		defer stop()
 		if withMetrics {
-			c := NewCollector(Options{PerCPU: true})
+			c := NewCollector(Options{PerCPU: *overheadPerCPU})
 			c.SetSource(r.Machine, RunInfo{Workload: workload, Seed: seed, ProxyExec: r.Opts.Proxy, Shards: 1})
 			bound, sd, err := Serve("127.0.0.1:0", NewRegistry(c))
 			if err != nil {

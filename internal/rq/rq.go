@@ -350,7 +350,8 @@ func (r *RQ) PickBest(ok func(*task.Task) bool) *task.Task {
 	var best *task.Task
 	for _, q := range [2][]*task.Task{r.rt, r.fair} {
 		for _, t := range q {
-			if ok(t) && (best == nil || better(t, best)) {
+			// the cheap order test first: ok may take locks
+			if (best == nil || better(t, best)) && ok(t) {
 				best = t
 			}
 		}
