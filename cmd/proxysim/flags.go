@@ -123,8 +123,11 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options) {
 	fs.StringVar(&mf.report, "report", "", "failure report file (default proxysim-report-SEED.txt when a run fails)")
 	fs.StringVar(&mf.trace, "trace", "", "write the last events as Chrome/Perfetto trace-event JSON to this file")
 	fs.IntVar(&mf.events, "report-events", 400, "events of all CPUs to include in a failure report")
-	fs.BoolVar(&mf.o.Deterministic, "deterministic", false, "serial mode: one CPU goroutine at a time, switched at every yield point by --strategy; same seed, same run")
-	fs.StringVar(&mf.o.Strategy, "strategy", "time", "deterministic strategy: time (smallest virtual clock first), random, or pct:D")
+	if def.Strategy == "" {
+		def.Strategy = "time"
+	}
+	fs.BoolVar(&mf.o.Deterministic, "deterministic", def.Deterministic, "serial mode: one CPU goroutine at a time, switched at every yield point by --strategy; same seed, same run")
+	fs.StringVar(&mf.o.Strategy, "strategy", def.Strategy, "deterministic strategy: time (smallest virtual clock first), random, or pct:D")
 	mf.serve.register(fs)
 	mf.logs.register(fs)
 }

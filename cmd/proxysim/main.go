@@ -45,6 +45,7 @@ func init() {
 		{"run", "run the simulated machine once and print a summary", cmdRun},
 		{"stress", "hunt races: jitter, stutter and affinity shuffles, stat lines, reports", cmdStress},
 		{"bugs", "list the catalogue of known proxy-execution bugs (--json); --hunt measures time to detection", cmdBugs},
+		{"explore", "schedule exploration: many short deterministic runs in parallel, stop at the first failure", cmdExplore},
 		{"replay", "run a failure report's command again and check it hits the same violation at the same event", cmdReplay},
 		{"version", "print the version", cmdVersion},
 	}

@@ -194,3 +194,23 @@ func TestDeterministicJSONHasTraceHash(t *testing.T) {
 		t.Fatalf("same seed, different hashes: %v", hashes)
 	}
 }
+
+// explore finds a catalogued bug in deterministic runs, stops, and its
+// report replays to the same violation.
+func TestExploreFindsAndReplays(t *testing.T) {
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "ex.report")
+	code, out, _ := runCLI(t, "explore", "--runs", "20", "--cpus", "4", "--workers", "1", "--seed", "10",
+		"--bug", "runnable-without-return", "--report", rep)
+	if code != exitViolation || !strings.Contains(out, "violation at seed") {
+		t.Fatalf("explore: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "replay", rep)
+	if code != exitOK {
+		t.Fatalf("replay of the explore report: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "explore", "--runs", "4", "--cpus", "4", "--workers", "1", "--seed", "10")
+	if code != exitOK || !strings.Contains(out, "4 distinct interleavings") {
+		t.Fatalf("explore without a bug: exit %d\n%s", code, out)
+	}
+}

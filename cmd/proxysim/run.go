@@ -149,3 +149,13 @@ func writeTrace(r *sim.Run, mf *machineFlags, cmdline string, log *zap.Logger) {
 		log.Error("cannot write trace", zap.String("path", mf.trace), zap.Error(err))
 	}
 }
+
+// reproduceBase is a stress command line for mf's seed, workload and bugs
+// (used to suggest deterministic replays).
+func reproduceBase(mf *machineFlags) string {
+	parts := []string{"proxysim", "stress", "--cpus", fmt.Sprint(mf.o.CPUs), "--workload", shellQuote(mf.o.Workload), "--seed", fmt.Sprint(mf.o.Seed)}
+	for _, b := range mf.o.Bugs.Names() {
+		parts = append(parts, "--bug", b)
+	}
+	return strings.Join(parts, " ")
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/workload"
 )
 
 const stressUsage = `Usage: proxysim stress [flags]
@@ -38,6 +39,7 @@ Flags:
 type stressFlags struct {
 	machineFlags
 	statInterval time.Duration
+	retryDet     time.Duration
 }
 
 func stressDefaults() sim.Options {
@@ -61,6 +63,25 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.DurationVar(&sf.o.Stutter, "stutter", def.Stutter, "pause every CPU and release them together every this much wall time (0: off)")
 	fs.DurationVar(&sf.o.ShuffleInterval, "shuffle-interval", def.ShuffleInterval, "virtual time between affinity shuffles on each busy CPU (0: off)")
 	fs.DurationVar(&sf.statInterval, "stat-interval", 10*time.Second, "print a statistics line this often (0: never)")
+	fs.DurationVar(&sf.retryDet, "retry-deterministic", 20*time.Second, "after a concurrent-mode failure, try the same seed in deterministic mode with each strategy for this long (0: don't)")
+}
+
+// retryDeterministic tries a concurrent failure's seed in deterministic
+// mode with each strategy, and says where it reproduced.
+func retryDeterministic(mf *machineFlags, sc *workload.Scenario, inv string, budget time.Duration, log *zap.Logger) {
+	for _, st := range []string{"time", "random", "pct:3"} {
+		o := mf.o
+		o.Deterministic, o.Strategy = true, st
+		r, err := sim.Hunt(o, budget)
+		if err != nil {
+			log.Warn("deterministic retry failed to start", zap.Error(err))
+			return
+		}
+		same := r.Caught && r.Invariant == inv
+		log.Info("deterministic retry of the same seed", zap.String("strategy", st), zap.Bool("violation", r.Caught),
+			zap.String("invariant", r.Invariant), zap.Bool("same_invariant", same), zap.Duration("after", r.Elapsed),
+			zap.String("replay_with", fmt.Sprintf("%s --deterministic --strategy %s --duration %v", reproduceBase(mf), st, budget)))
+	}
 }
 
 func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
@@ -150,6 +171,9 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		log.Error("violation", zap.String("invariant", s.Violations[0].Name), zap.Int("cpu", s.Violations[0].CPU),
 			zap.String("task", s.Violations[0].TaskName), zap.String("message", s.Violations[0].Message),
 			zap.String("report", mf.report), zap.String("reproduce", cmdline))
+		if !mf.o.Deterministic && sf.retryDet > 0 {
+			retryDeterministic(mf, sc, s.Violations[0].Name, sf.retryDet, log)
+		}
 	}
 	if err := sim.WriteFileAtomic(mf.report, func(w io.Writer) error {
 		r.FormatReport(w, s, cmdline, mf.events)

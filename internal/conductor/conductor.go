@@ -159,6 +159,11 @@ func (c *Conductor) Stop() {
 			c.state[i] = runnable
 		}
 	}
+	if c.running < 0 {
+		// Nobody holds the turn (everyone left was parked): hand it out,
+		// or the parked CPUs would never see the stop.
+		c.scheduleLocked()
+	}
 	c.mu.Unlock()
 }
 

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/proxysim/proxysim/internal/conductor"
+	"github.com/proxysim/proxysim/internal/sim"
+)
+
+const exploreUsage = `Usage: proxysim explore [flags]
+
+Schedule exploration: many short deterministic runs (--deterministic, one
+CPU goroutine at a time under --strategy), seeds --seed, --seed+1, ...,
+in parallel workers bounded by the host's cores, stopping at the first
+failure. Prints a progress line (runs done, runs per second, distinct
+interleavings seen, by trace hash) and, on a failure, writes its report
+and the command that replays it.
+
+Flags:
+`
+
+func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("explore", exploreUsage, stderr)
+	var mf machineFlags
+	def := sim.Defaults()
+	def.CPUs, def.Workload, def.SimTime = 8, "stress", 100*time.Millisecond
+	def.Deterministic, def.Strategy = true, "pct:3"
+	mf.register(fs, def)
+	runs := fs.Int("runs", 100, "number of runs")
+	workers := fs.Int("workers", runtime.NumCPU(), "parallel workers (at most the host's cores)")
+	every := fs.Duration("progress", 2*time.Second, "progress line interval")
+	if err := parse(fs, args, exploreUsage, stdout); err != nil {
+		return 0, err
+	}
+	if err := mf.finish(fs); err != nil {
+		return 0, err
+	}
+	if !mf.o.Deterministic {
+		return 0, usagef("explore runs deterministic runs: --deterministic=false makes no sense here")
+	}
+	if _, err := conductor.ParseStrategy(mf.o.Strategy); err != nil {
+		return 0, usagef("--strategy: %v", err)
+	}
+	if *runs < 1 {
+		return 0, usagef("--runs must be at least 1")
+	}
+	if *workers < 1 || *workers > runtime.NumCPU() {
+		*workers = runtime.NumCPU()
+	}
+	log, err := mf.logs.build()
+	if err != nil {
+		return 0, err
+	}
+	defer log.Sync()
+	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
+	if err != nil {
+		return 0, usageError{err.Error()}
+	}
+	base := mf.o.Seed
+	log.Info("proxysim explore starting", zap.Uint64("first_seed", base), zap.Int("runs", *runs), zap.String("strategy", mf.o.Strategy),
+		zap.Int("cpus", mf.o.CPUs), zap.String("workload", sc.Name), zap.Strings("bugs", mf.o.Bugs.Names()), zap.Int("workers", *workers))
+
+	var done atomic.Int64
+	var mu sync.Mutex
+	hashes := map[string]bool{}
+	var failed *sim.Run
+	var failedSum *sim.Summary
+	var failedSeed uint64
+	start := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopProgress := make(chan struct{})
+	go func() {
+		t := time.NewTicker(*every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case <-t.C:
+				mu.Lock()
+				n := len(hashes)
+				mu.Unlock()
+				d := done.Load()
+				log.Info(fmt.Sprintf("explore: %d/%d runs, %.1f runs/s, %d distinct interleavings", d, *runs, float64(d)/time.Since(start).Seconds(), n))
+			}
+		}
+	}()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(*workers)
+	var next atomic.Int64
+	for w := 0; w < *workers; w++ {
+		g.Go(func() error {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(*runs) || gctx.Err() != nil {
+					return nil
+				}
+				o := mf.o
+				o.Seed = base + uint64(i)
+				r, err := sim.Build(o, sc)
+				if err != nil {
+					return err
+				}
+				s := r.Execute()
+				done.Add(1)
+				mu.Lock()
+				hashes[s.TraceHash] = true
+				if s.Failed() && (failed == nil || o.Seed < failedSeed) {
+					failed, failedSum, failedSeed = r, s, o.Seed
+				}
+				mu.Unlock()
+				if s.Failed() {
+					cancel()
+					return nil
+				}
+			}
+		})
+	}
+	err = g.Wait()
+	close(stopProgress)
+	if err != nil {
+		return exitInternal, err
+	}
+	el := time.Since(start)
+	fmt.Fprintf(stdout, "explored %d runs in %v (%.1f runs/s), %d distinct interleavings (trace hashes), strategy %s\n",
+		done.Load(), el.Round(time.Millisecond), float64(done.Load())/el.Seconds(), len(hashes), mf.o.Strategy)
+	if failed == nil {
+		fmt.Fprintln(stdout, "no violation")
+		return exitOK, nil
+	}
+	cmdline := reproduceExplore(args, failedSeed)
+	path := mf.report
+	if path == "" {
+		path = fmt.Sprintf("proxysim-explore-%d.report", failedSeed)
+	}
+	if err := sim.WriteFileAtomic(path, func(w io.Writer) error {
+		failed.FormatReport(w, failedSum, cmdline, mf.events)
+		return nil
+	}); err != nil {
+		return exitInternal, err
+	}
+	fmt.Fprintf(stdout, "violation at seed %d: %s\nreport: %s\nreplay: proxysim replay %s\n", failedSeed, failedSum.Violations[0], path, path)
+	return exitViolation, nil
+}
+
+// reproduceExplore is the single deterministic run that repeats the
+// failing seed: the explore flags that apply to one run, plus the seed.
+func reproduceExplore(args []string, seed uint64) string {
+	parts := []string{"proxysim", "stress", "--deterministic"}
+	skip := map[string]bool{"--runs": true, "-runs": true, "--workers": true, "-workers": true, "--progress": true, "-progress": true, "--seed": true, "-seed": true, "--report": true, "-report": true}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := a
+		if j := indexByte(a, '='); j >= 0 {
+			name = a[:j]
+		}
+		if skip[name] {
+			if !containsEq(a) && i+1 < len(args) {
+				i++
+			}
+			continue
+		}
+		parts = append(parts, shellQuote(a))
+	}
+	has := func(f string) bool {
+		for _, a := range args {
+			if a == f || len(a) > len(f) && a[:len(f)+1] == f+"=" {
+				return true
+			}
+		}
+		return false
+	}
+	// explore's defaults differ from stress's: spell them out
+	if !has("--cpus") {
+		parts = append(parts, "--cpus", "8")
+	}
+	if !has("--workload") {
+		parts = append(parts, "--workload", "stress")
+	}
+	if !has("--sim-time") {
+		parts = append(parts, "--sim-time", "100ms")
+	}
+	if !has("--strategy") {
+		parts = append(parts, "--strategy", "pct:3")
+	}
+	parts = append(parts, "--stat-interval", "0", "--duration", "0", fmt.Sprintf("--seed %d", seed))
+	return joinWords(parts)
+}
+
+func indexByte(s string, b byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+func containsEq(s string) bool { return indexByte(s, '=') >= 0 }
+
+func joinWords(p []string) string {
+	out := ""
+	for i, w := range p {
+		if i > 0 {
+			out += " "
+		}
+		out += w
+	}
+	return out
+}
