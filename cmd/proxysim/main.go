@@ -46,6 +46,7 @@ func init() {
 		{"stress", "hunt races: jitter, stutter and affinity shuffles, stat lines, reports", cmdStress},
 		{"bugs", "list the catalogue of known proxy-execution bugs (--json); --hunt measures time to detection", cmdBugs},
 		{"explore", "schedule exploration: many short deterministic runs in parallel, stop at the first failure", cmdExplore},
+		{"shrink", "shrink a deterministic failure to a small scenario file that still fails the same way", cmdShrink},
 		{"replay", "run a failure report's command again and check it hits the same violation at the same event", cmdReplay},
 		{"version", "print the version", cmdVersion},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/proxysim/proxysim/internal/workload"
 	"os"
 	"path/filepath"
 	"strings"
@@ -212,5 +213,42 @@ func TestExploreFindsAndReplays(t *testing.T) {
 	code, out, _ = runCLI(t, "explore", "--runs", "4", "--cpus", "4", "--workers", "1", "--seed", "10")
 	if code != exitOK || !strings.Contains(out, "4 distinct interleavings") {
 		t.Fatalf("explore without a bug: exit %d\n%s", code, out)
+	}
+}
+
+// shrink turns a deterministic failure into a small scenario file that
+// still fails with the same invariant.
+func TestShrinkCatalogueBug(t *testing.T) {
+	if testing.Short() {
+		t.Skip("dozens of candidate runs")
+	}
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "s.report")
+	code, _, _ := runCLI(t, "stress", "--cpus", "8", "--deterministic", "--strategy", "random", "--seed", "3", "--sim-time", "200ms",
+		"--bug", "runnable-without-return", "--report", rep, "--stat-interval", "0", "--duration", "60s", "--retry-deterministic", "0")
+	if code != exitViolation {
+		t.Fatalf("set-up run: exit %d, want 1", code)
+	}
+	minFile := filepath.Join(dir, "min.json")
+	code, out, errs := runCLI(t, "shrink", rep, "--out", minFile)
+	if code != exitOK {
+		t.Fatalf("shrink: exit %d\n%s%s", code, out, errs)
+	}
+	sc, err := workload.ParseFile(minFile)
+	if err != nil {
+		t.Fatalf("shrunk scenario does not parse: %v", err)
+	}
+	if sc.CPUs > 4 || sc.NumTasks() > 8 {
+		t.Errorf("shrunk to %d CPUs and %d tasks, want at most 4 and 8\n%s", sc.CPUs, sc.NumTasks(), out)
+	}
+	code, _, _ = runCLI(t, "stress", "--deterministic", "--strategy", "random", "--seed", "3", "--sim-time", "200ms",
+		"--bug", "runnable-without-return", "--stat-interval", "0", "--duration", "60s", "--retry-deterministic", "0",
+		"--workload", minFile, "--report", filepath.Join(dir, "again.report"))
+	if code != exitViolation {
+		t.Fatalf("the shrunk scenario does not fail again (exit %d)", code)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "again.report"))
+	if !strings.Contains(string(b), "(affinity)") {
+		t.Errorf("the shrunk scenario fails with another invariant:\n%s", b[:600])
 	}
 }
