@@ -167,6 +167,29 @@ func (c *Conductor) Stop() {
 	c.mu.Unlock()
 }
 
+// MinOtherClock returns the smallest virtual clock of the other runnable
+// participants (math.MaxInt64 if none). Called by the participant holding
+// the turn, while the others are paused.
+func (c *Conductor) MinOtherClock(id int) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := int64(1<<63 - 1)
+	if c.clock == nil {
+		return m
+	}
+	for i, s := range c.state {
+		if i != id && s == runnable {
+			if t := c.clock(i); t < m {
+				m = t
+			}
+		}
+	}
+	return m
+}
+
+// TimeOrdered reports whether the strategy runs the smallest clock first.
+func (c *Conductor) TimeOrdered() bool { return c.strat.Kind == "time" }
+
 // Steps returns the number of turns handed out so far.
 func (c *Conductor) Steps() uint64 {
 	c.mu.Lock()
