@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/workload"
@@ -20,6 +22,8 @@ and the command that runs the shrunk case.
 
 Flags:
 `
+
+var violationTime = regexp.MustCompile(`\[event #\d+, t=([0-9.]+(?:ns|us|ms|s))\]`)
 
 func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("shrink", shrinkUsage, stderr)
@@ -64,6 +68,16 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if !mf.o.Deterministic {
 		return 0, usagef("%s: shrinking needs a deterministic run (--deterministic): a concurrent run does not repeat", path)
+	}
+	// Candidate runs need not go much past the virtual time of the
+	// recorded violation: a run that has not failed by twice that time
+	// (plus 50ms) counts as not failing.
+	if tm := violationTime.FindStringSubmatch(text); tm != nil {
+		if at, err := time.ParseDuration(tm[1]); err == nil && at > 0 {
+			if lim := 2*at + 50*time.Millisecond; lim < mf.o.SimTime {
+				mf.o.SimTime = lim
+			}
+		}
 	}
 	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
 	if err != nil {
