@@ -61,6 +61,14 @@ type Conductor struct {
 	steps    uint64
 	lowest   int
 	stopped  bool
+	// A virtual watchdog: if StallSteps turns pass without Progress
+	// being called, OnStall runs once (with the conductor's lock held; it
+	// must not call back into the conductor). Deterministic, unlike a
+	// wall-clock watchdog, so a livelock replays to the same step.
+	StallSteps uint64
+	OnStall    func(steps uint64)
+	lastMark   uint64
+	stalled    bool
 	// Steps counts turns handed out (the schedule's length).
 }
 
@@ -190,6 +198,14 @@ func (c *Conductor) MinOtherClock(id int) int64 {
 // TimeOrdered reports whether the strategy runs the smallest clock first.
 func (c *Conductor) TimeOrdered() bool { return c.strat.Kind == "time" }
 
+// Progress tells the virtual watchdog that the machine moved on (an
+// epoch completed).
+func (c *Conductor) Progress() {
+	c.mu.Lock()
+	c.lastMark = c.steps
+	c.mu.Unlock()
+}
+
 // Steps returns the number of turns handed out so far.
 func (c *Conductor) Steps() uint64 {
 	c.mu.Lock()
@@ -205,6 +221,10 @@ func (c *Conductor) scheduleLocked() {
 		return // everyone exited (or blocked: the machine is stuck; the watchdog will say so)
 	}
 	c.steps++
+	if c.StallSteps > 0 && !c.stalled && c.steps-c.lastMark > c.StallSteps && c.OnStall != nil {
+		c.stalled = true
+		c.OnStall(c.steps)
+	}
 	c.turn[next] <- struct{}{}
 }
 

@@ -132,6 +132,9 @@ func (b *barrier) advanceLocked() {
 	m := b.m
 	h := b.horizon.Load()
 	e := m.epochs.Add(1)
+	if m.cond != nil {
+		m.cond.Progress()
+	}
 	if m.cfg.AuditEvery > 0 && e%uint64(m.cfg.AuditEvery) == 0 {
 		m.audit(h)
 	}

@@ -103,6 +103,12 @@ func New(cfg Config) (*Machine, error) {
 	m.Log = trace.NewLog(cfg.CPUs, cfg.RingSize)
 	if cfg.Strategy != nil {
 		m.cond = conductor.New(cfg.CPUs, *cfg.Strategy, cfg.Seed, func(i int) int64 { return m.cpus[i].c.Now })
+		// The virtual watchdog: a livelock (CPUs busy, no epoch ending)
+		// is reported after a fixed number of turns, so it replays.
+		m.cond.StallSteps = uint64(10_000_000)
+		m.cond.OnStall = func(steps uint64) {
+			m.report(-1, check.InvHang, nil, fmt.Sprintf("deterministic watchdog: %d conductor turns without an epoch completing (epoch %d): CPUs livelocked", m.cond.StallSteps, m.epochs.Load()), int64(m.Log.Seq()))
+		}
 		// One goroutine at a time: the event sequence is a function of
 		// the seed, and its hash proves it.
 		m.Log.EnableHash()
