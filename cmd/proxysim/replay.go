@@ -31,33 +31,11 @@ func cmdReplay(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) != 1 {
 		return 0, usagef("want exactly one argument, the report file")
 	}
-	b, err := os.ReadFile(args[0])
-	if err != nil {
-		return 0, usagef("%v", err)
-	}
-	text := string(b)
-	var cmdline string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.HasPrefix(l, "reproduce: ") {
-			cmdline = strings.TrimPrefix(l, "reproduce: ")
-			break
-		}
-	}
-	if cmdline == "" {
-		return 0, usagef("%s: no 'reproduce:' line: not a proxysim report", args[0])
-	}
-	want := violationLine.FindStringSubmatch(text)
-	if want == nil {
-		return 0, usagef("%s: the report records no violation to replay", args[0])
-	}
-	words, err := shellWords(cmdline)
-	if err != nil || len(words) < 2 || words[0] != "proxysim" || (words[1] != "run" && words[1] != "stress") {
-		return 0, usagef("%s: cannot replay %q", args[0], cmdline)
-	}
-	mf, err := parseMachineArgs(words[1], words[2:])
+	rep, err := readReport(args[0])
 	if err != nil {
 		return 0, err
 	}
+	cmdline, want, mf := rep.cmdline, rep.violation, rep.flags
 	if !mf.o.Deterministic {
 		fmt.Fprintf(stderr, "proxysim replay: the report is of a concurrent run: it may not repeat (use --deterministic runs for exact replay)\n")
 	}
@@ -84,6 +62,44 @@ func cmdReplay(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	fmt.Fprintf(stdout, "NOT reproduced: a different violation or event\n")
 	return exitViolation, nil
+}
+
+// failureReport is what replay and shrink need from a failure report.
+type failureReport struct {
+	text      string
+	cmdline   string   // the "reproduce:" command
+	words     []string // cmdline split into words
+	violation []string // violationLine match: event, invariant number, name
+	flags     *machineFlags
+}
+
+// readReport reads a failure report and parses its recorded command.
+func readReport(path string) (*failureReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	r := &failureReport{text: string(b)}
+	for _, l := range strings.Split(r.text, "\n") {
+		if strings.HasPrefix(l, "reproduce: ") {
+			r.cmdline = strings.TrimPrefix(l, "reproduce: ")
+			break
+		}
+	}
+	if r.cmdline == "" {
+		return nil, usagef("%s: no 'reproduce:' line: not a proxysim report", path)
+	}
+	if r.violation = violationLine.FindStringSubmatch(r.text); r.violation == nil {
+		return nil, usagef("%s: the report records no violation", path)
+	}
+	r.words, err = shellWords(r.cmdline)
+	if err != nil || len(r.words) < 2 || r.words[0] != "proxysim" || (r.words[1] != "run" && r.words[1] != "stress") {
+		return nil, usagef("%s: cannot rerun %q", path, r.cmdline)
+	}
+	if r.flags, err = parseMachineArgs(r.words[1], r.words[2:]); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // parseMachineArgs parses run or stress flags the way those commands do.

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -45,27 +44,11 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	if *maxTries < 1 {
 		return 0, usagef("--max-tries must be at least 1")
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, usagef("%v", err)
-	}
-	text := string(b)
-	var cmdline string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.HasPrefix(l, "reproduce: ") {
-			cmdline = strings.TrimPrefix(l, "reproduce: ")
-			break
-		}
-	}
-	want := violationLine.FindStringSubmatch(text)
-	words, werr := shellWords(cmdline)
-	if cmdline == "" || want == nil || werr != nil || len(words) < 2 || words[0] != "proxysim" || (words[1] != "run" && words[1] != "stress") {
-		return 0, usagef("%s: not a failure report of proxysim run or stress", path)
-	}
-	mf, err := parseMachineArgs(words[1], words[2:])
+	rep, err := readReport(path)
 	if err != nil {
 		return 0, err
 	}
+	text, want, words, mf := rep.text, rep.violation, rep.words, rep.flags
 	if !mf.o.Deterministic {
 		return 0, usagef("%s: shrinking needs a deterministic run (--deterministic): a concurrent run does not repeat", path)
 	}
