@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,25 +157,10 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 // reproduceExplore is the single deterministic run that repeats the
 // failing seed: the explore flags that apply to one run, plus the seed.
 func reproduceExplore(args []string, seed uint64) string {
-	parts := []string{"proxysim", "stress", "--deterministic"}
-	skip := map[string]bool{"--runs": true, "-runs": true, "--workers": true, "-workers": true, "--progress": true, "-progress": true, "--seed": true, "-seed": true, "--report": true, "-report": true}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name := a
-		if j := indexByte(a, '='); j >= 0 {
-			name = a[:j]
-		}
-		if skip[name] {
-			if !containsEq(a) && i+1 < len(args) {
-				i++
-			}
-			continue
-		}
-		parts = append(parts, shellQuote(a))
-	}
+	parts := append([]string{"proxysim", "stress", "--deterministic"}, withoutFlags(args, "runs", "workers", "progress", "seed", "report")...)
 	has := func(f string) bool {
 		for _, a := range args {
-			if a == f || len(a) > len(f) && a[:len(f)+1] == f+"=" {
+			if a == f || strings.HasPrefix(a, f+"=") {
 				return true
 			}
 		}
@@ -194,27 +180,27 @@ func reproduceExplore(args []string, seed uint64) string {
 		parts = append(parts, "--strategy", "pct:3")
 	}
 	parts = append(parts, "--stat-interval", "0", "--duration", "0", fmt.Sprintf("--seed %d", seed))
-	return joinWords(parts)
+	return strings.Join(parts, " ")
 }
 
-func indexByte(s string, b byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == b {
-			return i
-		}
+// withoutFlags returns args, shell-quoted, less the named flags (given as
+// -name or --name, with their value as -name=v or as the next word).
+func withoutFlags(args []string, names ...string) []string {
+	drop := map[string]bool{}
+	for _, n := range names {
+		drop["-"+n], drop["--"+n] = true, true
 	}
-	return -1
-}
-
-func containsEq(s string) bool { return indexByte(s, '=') >= 0 }
-
-func joinWords(p []string) string {
-	out := ""
-	for i, w := range p {
-		if i > 0 {
-			out += " "
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(a, "=")
+		if drop[name] {
+			if !hasValue {
+				i++ // the value is the next word
+			}
+			continue
 		}
-		out += w
+		out = append(out, shellQuote(a))
 	}
 	return out
 }

@@ -99,22 +99,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 // rerunWith is the recorded command with the scenario file in place of
 // --workload, --cpus and --tasks (the file says both), and no --report.
 func rerunWith(words []string, file string) string {
-	drop := map[string]bool{"--workload": true, "-workload": true, "--cpus": true, "-cpus": true, "--tasks": true, "-tasks": true, "--report": true, "-report": true}
-	out := []string{words[0], words[1]}
-	for i := 2; i < len(words); i++ {
-		w := words[i]
-		name := w
-		if j := strings.IndexByte(w, '='); j >= 0 {
-			name = w[:j]
-		}
-		if drop[name] {
-			if !strings.Contains(w, "=") {
-				i++
-			}
-			continue
-		}
-		out = append(out, shellQuote(w))
-	}
+	out := append([]string{words[0], words[1]}, withoutFlags(words[2:], "workload", "cpus", "tasks", "report")...)
 	out = append(out, "--workload", shellQuote(file))
 	return strings.Join(out, " ")
 }

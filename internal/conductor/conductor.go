@@ -121,6 +121,12 @@ func (c *Conductor) Yield(id int, spin bool) {
 		}
 	}
 	c.spinning[id] = spin
+	c.passTurnLocked(id)
+}
+
+// passTurnLocked hands the turn to the next participant, releases the
+// conductor's lock and waits until id has the turn again.
+func (c *Conductor) passTurnLocked(id int) {
 	c.scheduleLocked()
 	ch := c.turn[id]
 	c.mu.Unlock()
@@ -134,10 +140,7 @@ func (c *Conductor) Block(id int) {
 	if !c.stopped {
 		c.state[id] = blocked
 	}
-	c.scheduleLocked()
-	ch := c.turn[id]
-	c.mu.Unlock()
-	<-ch
+	c.passTurnLocked(id)
 }
 
 // Unblock makes a parked participant runnable again (an IPI, the epoch
