@@ -23,7 +23,7 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
 	if p.State() == task.Dead {
-		r.Lock.Unlock(c.CPU)
+		r.Unlock(c)
 		p.PiLock.Unlock(c.CPU)
 		return
 	}
@@ -52,7 +52,7 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 		r = nil
 	}
 	if r != nil {
-		r.Lock.Unlock(c.CPU)
+		r.Unlock(c)
 	}
 	p.PiLock.Unlock(c.CPU)
 }
@@ -63,12 +63,12 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 func (m *Machine) moveQueuedTask(c *percpu.Ctx, src *rq.RQ, p *task.Task, dest int, why trace.MigrateReason) {
 	src.DeactivateTask(c, p, rq.DequeueMigrating)
 	rq.SetTaskCPU(c, p, dest, false, why)
-	src.Lock.Unlock(c.CPU)
+	src.Unlock(c)
 	dr := m.rqs[dest]
-	dr.Lock.Lock(c.CPU)
+	dr.Lock(c)
 	dr.ActivateTask(c, p, rq.EnqueueMigrated)
 	dr.CheckPreemptCurr(c, p)
-	dr.Lock.Unlock(c.CPU)
+	dr.Unlock(c)
 	c.Inc(stats.MigrationsAffinity)
 }
 
@@ -78,16 +78,16 @@ func (m *Machine) moveQueuedTask(c *percpu.Ctx, src *rq.RQ, p *task.Task, dest i
 // (move_queued_task), and the CPU reschedules.
 func (cp *CPU) migrationStop() {
 	c, r, m := cp.c, cp.rq, cp.m
-	r.Lock.Lock(c.CPU)
+	r.Lock(c)
 	work := cp.stopWork
 	cp.stopWork = nil
-	r.Lock.Unlock(c.CPU)
+	r.Unlock(c)
 	for _, p := range work {
 		p.PiLock.Lock(c.CPU)
 		pr := m.taskRQLock(c, p)
 		p.MigrationReady = false
 		if pr != r || p.CPUsMask.Has(r.CPU) || !p.Queued() || p.State() == task.Dead {
-			pr.Lock.Unlock(c.CPU)
+			pr.Unlock(c)
 			p.PiLock.Unlock(c.CPU)
 			continue
 		}
@@ -104,7 +104,7 @@ func (cp *CPU) migrationStop() {
 		if p == r.Donor(c) || proxy.TaskIsBlocked(c, p) {
 			// A donor may stay outside its mask; the return path
 			// places it once it can run.
-			pr.Lock.Unlock(c.CPU)
+			pr.Unlock(c)
 		} else {
 			dest := p.CPUsMask.Next(0)
 			m.moveQueuedTask(c, pr, p, dest, trace.ReasonAffinity)

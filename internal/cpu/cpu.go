@@ -56,7 +56,7 @@ type CPU struct {
 	busy         int64 // virtual time spent executing tasks
 	wq           mutex.WakeQ
 	// stopWork lists tasks whose affinity no longer allows this CPU and
-	// which were running when it changed. Protected by rq.Lock.
+	// which were running when it changed. Protected by the rq lock.
 	stopWork []*task.Task
 }
 
@@ -287,12 +287,12 @@ func (cp *CPU) tick() {
 		cp.nextTick = (c.Now/m.cfg.Tick + 1) * m.cfg.Tick
 	}
 	c.Inc(stats.Ticks)
-	r.Lock.Lock(c.CPU)
+	r.Lock(c)
 	if r.Tick(c) {
 		c.Inc(stats.Preemptions)
 	}
 	nr := r.NrRunning()
-	r.Lock.Unlock(c.CPU)
+	r.Unlock(c)
 	if c.Now-cp.lastBalance >= m.cfg.Balance {
 		cp.lastBalance = c.Now
 		cp.periodicBalance(nr)

@@ -166,12 +166,12 @@ func (cp *CPU) step(p *task.Task) {
 	case task.OpYield:
 		cp.advance(m.cfg.OpCost)
 		r := cp.rq
-		r.Lock.Lock(c.CPU)
+		r.Lock(c)
 		r.UpdateCurr(c)
 		if d := r.Donor(c); d == p {
 			r.YieldTask(c, p)
 		}
-		r.Lock.Unlock(c.CPU)
+		r.Unlock(c)
 		ex.PC++
 		cp.schedule(true)
 
@@ -308,6 +308,6 @@ func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, 
 		}
 		c.Emit(trace.EvSetPrio, int32(p.ID), int32(p.SE.Prio), 0, 0)
 	}
-	r.Lock.Unlock(c.CPU)
+	r.Unlock(c)
 	p.PiLock.Unlock(c.CPU)
 }

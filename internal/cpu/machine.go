@@ -231,10 +231,10 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	m.tasks = append(m.tasks, p)
 	c := m.cpus[s.CPU].c
 	r := m.rqs[s.CPU]
-	r.Lock.Lock(c.CPU)
+	r.Lock(c)
 	r.ActivateTask(c, p, rq.EnqueueWakeup)
 	r.CheckPreemptCurr(c, p)
-	r.Lock.Unlock(c.CPU)
+	r.Unlock(c)
 	return p, nil
 }
 

@@ -168,13 +168,9 @@ func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
 			continue
 		}
 		tr := m.rqs[target]
-		// double_lock_balance: drop ours if the order requires, then recheck.
-		if tr.CPU < r.CPU {
-			r.Lock.Unlock(c.CPU)
-			rq.DoubleLock(c, tr, r)
-		} else {
-			tr.Lock.Lock(c.CPU)
-		}
+		// double_lock_balance may drop ours to take both in order:
+		// recheck either way.
+		rq.DoubleLockBalance(c, r, tr)
 		ok, chain := taskIsPushable(c, r, p, target)
 		if ok == pushable && tr.CurrPrio() > p.SE.Prio {
 			moveChain(c, r, tr, chain)
@@ -182,7 +178,7 @@ func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
 		} else {
 			c.Inc(stats.LockJugglingRetries) // things changed while the lock was dropped
 		}
-		tr.Lock.Unlock(c.CPU)
+		rq.DoubleUnlockBalance(c, r, tr)
 		return
 	}
 }
@@ -200,7 +196,7 @@ func (m *Machine) pullRTTask(c *percpu.Ctx, r *rq.RQ) {
 		if src == r || src.NrRT() < 2 {
 			continue
 		}
-		r.Lock.Unlock(c.CPU)
+		r.Unlock(c)
 		rq.DoubleLock(c, r, src)
 		pulled := false
 		for _, p := range rtCandidates(src) {
@@ -214,7 +210,7 @@ func (m *Machine) pullRTTask(c *percpu.Ctx, r *rq.RQ) {
 				break
 			}
 		}
-		src.Lock.Unlock(c.CPU)
+		src.Unlock(c)
 		if pulled {
 			r.SetNeedResched()
 			return

@@ -20,7 +20,7 @@ import (
 // the task that executes — the end of the donor's blocked_on chain.
 func (cp *CPU) schedule(preempt bool) {
 	c, r, m := cp.c, cp.rq, cp.m
-	r.Lock.Lock(c.CPU)
+	r.Lock(c)
 	r.UpdateCurr(c)
 	prev := r.Curr()
 	if !preempt && prev != r.Idle {
@@ -88,7 +88,7 @@ func (cp *CPU) schedule(preempt bool) {
 	r.SetNextTask(c)
 	r.PublishPrio(c)
 	r.RunBalanceCallbacks(c)
-	r.Lock.Unlock(c.CPU)
+	r.Unlock(c)
 }
 
 // switchTo is context_switch(): next.on_cpu is set before the switch and
@@ -221,14 +221,14 @@ func (cp *CPU) newidleBalance() bool {
 	if busiest == nil {
 		return false
 	}
-	r.Lock.Unlock(c.CPU)
+	r.Unlock(c)
 	rq.DoubleLock(c, r, busiest)
 	t := cp.pullFrom(busiest)
 	if t == nil {
 		// The busiest runqueue changed while our lock was dropped.
 		c.Inc(stats.LockJugglingRetries)
 	}
-	busiest.Lock.Unlock(c.CPU)
+	busiest.Unlock(c)
 	return t != nil || r.NrRunning() > 0
 }
 

@@ -174,12 +174,12 @@ func (m *Machine) maybeActivateWaiters(c *percpu.Ctx, p *task.Task) {
 func (m *Machine) taskRQLock(c *percpu.Ctx, p *task.Task) *rq.RQ {
 	for {
 		r := m.rqs[p.CPU()]
-		r.Lock.Lock(c.CPU)
+		r.Lock(c)
 		if r.CPU == p.CPU() && !p.Migrating() {
 			return r
 		}
 		// It moved, or is moving, while we waited for the lock: start over.
-		r.Lock.Unlock(c.CPU)
+		r.Unlock(c)
 		c.Inc(stats.LockJugglingRetries)
 		c.Relax()
 	}
@@ -191,7 +191,7 @@ func (m *Machine) taskRQLock(c *percpu.Ctx, p *task.Task) *rq.RQ {
 // returns false so that the caller does the full wakeup.
 func (m *Machine) ttwuRunnable(c *percpu.Ctx, p *task.Task) bool {
 	r := m.taskRQLock(c, p)
-	defer r.Lock.Unlock(c.CPU)
+	defer r.Unlock(c)
 	if !p.Queued() {
 		// Dequeued between the lockless on_rq look and the lock.
 		c.Inc(stats.LockJugglingRetries)
@@ -259,9 +259,9 @@ func (m *Machine) ttwuQueue(c *percpu.Ctx, p *task.Task, cpu int) bool {
 		m.queueWakeList(c, p, cpu)
 		return true
 	}
-	r.Lock.Lock(c.CPU)
+	r.Lock(c)
 	m.ttwuDoActivate(c, r, p)
-	r.Lock.Unlock(c.CPU)
+	r.Unlock(c)
 	c.Emit(trace.EvWake, int32(p.ID), int32(cpu), 0, 0)
 	return false
 }
@@ -298,7 +298,7 @@ func (cp *CPU) ttwuPending() {
 		list = append(list, p)
 		p = next
 	}
-	r.Lock.Lock(c.CPU)
+	r.Lock(c)
 	var misplaced []*task.Task
 	for i := len(list) - 1; i >= 0; i-- {
 		p := list[i]
@@ -320,15 +320,15 @@ func (cp *CPU) ttwuPending() {
 		}
 		cp.m.ttwuDoActivate(c, r, p)
 	}
-	r.Lock.Unlock(c.CPU)
+	r.Unlock(c)
 	for _, p := range misplaced {
 		p.PiLock.Lock(c.CPU)
 		dest := cp.m.selectTaskRQ(c, p)
 		rq.SetTaskCPU(c, p, dest, false, trace.ReasonAffinity)
 		dr := cp.m.rqs[dest]
-		dr.Lock.Lock(c.CPU)
+		dr.Lock(c)
 		cp.m.ttwuDoActivate(c, dr, p)
-		dr.Lock.Unlock(c.CPU)
+		dr.Unlock(c)
 		p.PiLock.Unlock(c.CPU)
 	}
 	for i := len(list) - 1; i >= 0; i-- {

@@ -73,7 +73,7 @@ const (
 // caller must pick again (the chain changed, or a migration or return
 // dropped the rq lock). The rq lock is held on entry and on return.
 func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *task.Task {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	c.Inc(stats.FindProxyTaskCalls)
 	this := r.CPU
 	curr := r.Curr()
@@ -316,7 +316,7 @@ out:
 // the next task), with need_resched set so that the CPU comes straight
 // back to pick again. Returns rq.Idle.
 func ReschedIdle(c *percpu.Ctx, r *rq.RQ) *task.Task {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	if d := r.Donor(c); d != r.Idle {
 		r.UpdateCurr(c)
 		c.Emit(trace.EvReschedIdle, 0, int32(d.ID), 0, 0)
@@ -346,7 +346,7 @@ func Deactivate(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) bool {
 // to it along blocked_donor, to the owner's CPU. The rq lock is dropped in
 // the middle; nothing else is ever held with it on this path.
 func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	if target == r.CPU {
 		mach.Report(c, check.InvProxyMigrate, p, fmt.Sprintf("proxy migration of %v from cpu%d to itself (owner cpu read twice?)", p, r.CPU))
 		ReschedIdle(c, r)
@@ -384,17 +384,17 @@ func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int
 		r.ZapBalanceCallbacks(c)
 	}
 	checkLockDrop(c, mach, r, moved[:n])
-	r.Lock.Unlock(c.CPU)
+	r.Unlock(c)
 
 	tr := mach.RQ(target)
-	tr.Lock.Lock(c.CPU)
+	tr.Lock(c)
 	for i := 0; i < n; i++ {
 		tr.ActivateTask(c, moved[i], rq.EnqueueMigrated)
 		tr.CheckPreemptCurr(c, moved[i])
 	}
-	tr.Lock.Unlock(c.CPU)
+	tr.Unlock(c)
 
-	r.Lock.Lock(c.CPU)
+	r.Lock(c)
 	r.UpdateClock(c)
 }
 
@@ -427,7 +427,7 @@ func reasonFor(i int) trace.MigrateReason {
 // picks an allowed CPU (v16: dequeue then wake, never enqueue directly on
 // wake_cpu, which may be offline).
 func ForceReturn(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	ReschedIdle(c, r)
 	p.BlockedLock.Lock(c.CPU)
 	if s := p.BlockedOnState(c.CPU); s == task.BOBlocked && p.BlockedOn(c.CPU) != nil {
@@ -443,9 +443,9 @@ func ForceReturn(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task) {
 	r.ZapBalanceCallbacks(c)
 	c.Inc(stats.ForceReturns)
 	checkLockDrop(c, mach, r, []*task.Task{p})
-	r.Lock.Unlock(c.CPU)
+	r.Unlock(c)
 	mach.WakeUpProcess(c, p)
-	r.Lock.Lock(c.CPU)
+	r.Lock(c)
 	r.UpdateClock(c)
 }
 
@@ -455,7 +455,7 @@ func ForceReturn(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task) {
 // the caller continues into the full wakeup, which places it on an allowed
 // CPU. In every case the BO_WAKING task becomes BO_RUNNABLE.
 func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	p.BlockedLock.AssertHeld(c.CPU)
 	ret := false
 	if p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOWaking {
@@ -481,7 +481,7 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 // (v14): once p is off the runqueue and linked, the owner's waker may
 // activate it on another CPU at once.
 func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	owner.BlockedLock.AssertHeld(c.CPU)
 	p.SleepingOwner.Store(owner)
 	p.ParkedBatch = 0
@@ -613,11 +613,11 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *
 		return
 	}
 	tr := mach.RQ(target)
-	tr.Lock.Lock(c.CPU)
+	tr.Lock(c)
 	rq.SetTaskCPU(c, w, target, true, trace.ReasonActivation)
 	tr.ActivateTask(c, w, rq.EnqueueWakeup|rq.EnqueueMigrated)
 	tr.CheckPreemptCurr(c, w)
-	tr.Lock.Unlock(c.CPU)
+	tr.Unlock(c)
 	c.Inc(stats.BlockedWaiterActivations)
 	c.Emit(trace.EvActivate, int32(w.ID), int32(owner.ID), int32(target), 0)
 }

@@ -40,24 +40,28 @@ type BalanceCallback struct {
 
 // RQ is one CPU's runqueue.
 type RQ struct {
-	CPU  int
-	Lock spinlock.Lock
+	CPU int
+	// lock is rq->__lock as reached through rq_lockp(): this runqueue's
+	// own lock, or one shared with other runqueues (core scheduling makes
+	// SMT siblings share their core's lock). Never used directly: every
+	// site goes through Lock, Unlock, AssertHeld and DoubleLock.
+	lock *spinlock.Lock
 
-	// curr is the execution context. Written under Lock by the owning CPU;
+	// curr is the execution context. Written under the rq lock by the owning CPU;
 	// read without the lock by remote CPUs (idle_cpu(), wakeup choices).
 	curr atomic.Pointer[task.Task]
 	// nrRunning counts queued tasks (the donor included). Written under
-	// Lock; read without it by load balancing and select_task_rq.
+	// the rq lock; read without it by load balancing and select_task_rq.
 	nrRunning atomic.Int32
 	// currPrio is the donor's prio, published at every switch for remote
-	// wakeup placement (cpupri). Written under Lock; read without it.
+	// wakeup placement (cpupri). Written under the rq lock; read without it.
 	currPrio atomic.Int32
 	// needResched is TIF_NEED_RESCHED of this CPU's current task. Set by
-	// anyone holding Lock (resched_curr) or by the CPU itself; cleared by
+	// anyone holding the rq lock (resched_curr) or by the CPU itself; cleared by
 	// the CPU in __schedule.
 	needResched atomic.Bool
 
-	// Protected by Lock.
+	// Protected by the rq lock.
 	donor       *task.Task // scheduling context; == curr unless proxying
 	Idle        *task.Task // the idle task; never queued
 	rt          []*task.Task
@@ -73,7 +77,7 @@ type RQ struct {
 	// Kick sends a reschedule IPI to this CPU on behalf of CPU c. Set by
 	// the cpu package before the machine starts.
 	Kick func(c *percpu.Ctx, cpu int)
-	// nrRT counts queued RT tasks. Written under Lock; read without it.
+	// nrRT counts queued RT tasks. Written under the rq lock; read without it.
 	nrRT atomic.Int32
 	// RTO counts, machine-wide, the runqueues with two or more RT tasks
 	// (rto_count: candidates for RT pull). Shared; set before start.
@@ -82,8 +86,8 @@ type RQ struct {
 
 // New returns the runqueue of cpu with its idle task.
 func New(cpu int, idle *task.Task) *RQ {
-	r := &RQ{CPU: cpu, Idle: idle}
-	r.Lock.Init(spinlock.ClassRQ, cpu)
+	r := &RQ{CPU: cpu, Idle: idle, lock: new(spinlock.Lock)}
+	r.lock.Init(spinlock.ClassRQ, cpu)
 	r.donor = idle
 	r.curr.Store(idle)
 	r.currPrio.Store(task.IdlePrio)
@@ -92,19 +96,45 @@ func New(cpu int, idle *task.Task) *RQ {
 
 func (r *RQ) String() string { return fmt.Sprintf("rq%d", r.CPU) }
 
+// LockP is rq_lockp(): the lock that serialises this runqueue.
+func (r *RQ) LockP() *spinlock.Lock { return r.lock }
+
+// SetLockOrder sets the rq lock's ordering key for the lock-order
+// validator and for DoubleLock: lockdep orders rq locks by (core, CPU),
+// as the kernel's rq_order_less() does, so that SMT siblings sharing a
+// core lock stay consistent. Called before the machine starts.
+func (r *RQ) SetLockOrder(key int) { r.lock.Init(spinlock.ClassRQ, key) }
+
+// ShareLock makes r use other's lock (rq_lockp() returning the core's
+// lock). Only while nothing runs: the kernel's flip takes every sibling
+// lock first; nothing in the model flips at run time yet.
+func (r *RQ) ShareLock(other *RQ) { r.lock = other.lock }
+
+// Lock is raw_spin_rq_lock(): take this runqueue's lock.
+func (r *RQ) Lock(c *percpu.Ctx) { r.lock.Lock(c.CPU) }
+
+// Unlock is raw_spin_rq_unlock().
+func (r *RQ) Unlock(c *percpu.Ctx) { r.lock.Unlock(c.CPU) }
+
+// AssertHeld is lockdep_assert_rq_held().
+func (r *RQ) AssertHeld(c *percpu.Ctx) { r.lock.AssertHeld(c.CPU) }
+
+// Holder returns the CPU holding this runqueue's lock, or -1 (reports).
+func (r *RQ) Holder() int { return r.lock.Holder() }
+
 // Curr returns rq->curr (READ_ONCE: may be read without the lock).
 func (r *RQ) Curr() *task.Task { return r.curr.Load() }
 
 // SetCurr sets rq->curr; the rq lock must be held.
 func (r *RQ) SetCurr(c *percpu.Ctx, p *task.Task) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	r.curr.Store(p)
 }
 
 // PublishPrio publishes the donor's priority for cpupri-style lockless
 // readers; the rq lock must be held.
 func (r *RQ) PublishPrio(c *percpu.Ctx) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	r.currPrio.Store(int32(r.donor.SE.Prio))
 }
 
@@ -113,13 +143,13 @@ func (r *RQ) CurrPrio() int { return int(r.currPrio.Load()) }
 
 // Donor returns rq->donor; the rq lock must be held.
 func (r *RQ) Donor(c *percpu.Ctx) *task.Task {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	return r.donor
 }
 
 // SetDonor sets rq->donor (rq_set_donor); the rq lock must be held.
 func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	r.donor = p
 }
 
@@ -146,7 +176,7 @@ func (r *RQ) ClearNeedResched() { r.needResched.Store(false) }
 // ReschedCurr is resched_curr(): mark the current task for rescheduling
 // and, if this is another CPU, send it an IPI. The rq lock must be held.
 func (r *RQ) ReschedCurr(c *percpu.Ctx) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	if r.needResched.Swap(true) {
 		return
 	}
@@ -158,7 +188,7 @@ func (r *RQ) ReschedCurr(c *percpu.Ctx) {
 // UpdateClock is update_rq_clock(): only the owning CPU advances its rq
 // clock; a remote CPU holding the lock leaves it as it is.
 func (r *RQ) UpdateClock(c *percpu.Ctx) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	if c.ID == r.CPU && c.Now > r.Clock {
 		r.Clock = c.Now
 	}
@@ -177,7 +207,7 @@ func (r *RQ) QueuedCount() int { return len(r.rt) + len(r.fair) }
 // Enqueue puts p into its class queue (enqueue_task). The rq lock must be
 // held; p.on_rq is the caller's business (ActivateTask does both).
 func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	se := &p.SE
 	if se.Queued {
 		panic(fmt.Sprintf("enqueue_task: %v already queued on cpu%d (enqueue on cpu%d)", p, se.QueueCPU, r.CPU))
@@ -218,7 +248,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 
 // Dequeue removes p from its class queue (dequeue_task).
 func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	se := &p.SE
 	if !se.Queued || se.QueueCPU != r.CPU {
 		panic(fmt.Sprintf("dequeue_task: %v not queued on cpu%d (queued=%v on cpu%d)", p, r.CPU, se.Queued, se.QueueCPU))
@@ -328,7 +358,7 @@ func better(a, b *task.Task) bool {
 
 // PickNextTask is pick_next_task(): the best queued task, or idle.
 func (r *RQ) PickNextTask(c *percpu.Ctx) *task.Task {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	q := r.rt
 	if len(q) == 0 {
 		q = r.fair
@@ -366,7 +396,7 @@ func (r *RQ) PickBest(ok func(*task.Task) bool) *task.Task {
 // since the last update is execution time of rq.curr and class time
 // (vruntime, RT slice) of rq.donor. Only the owning CPU calls it.
 func (r *RQ) UpdateCurr(c *percpu.Ctx) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	r.UpdateClock(c)
 	delta := r.Clock - r.execStart
 	if delta <= 0 {
@@ -398,7 +428,7 @@ func (r *RQ) UpdateCurr(c *percpu.Ctx) {
 // SetNextTask starts accounting for a new curr/donor pair
 // (set_next_task): charging restarts now.
 func (r *RQ) SetNextTask(c *percpu.Ctx) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	r.UpdateClock(c)
 	r.execStart = r.Clock
 	d := r.donor
@@ -408,7 +438,7 @@ func (r *RQ) SetNextTask(c *percpu.Ctx) {
 // CheckPreemptCurr is wakeup_preempt(): should p, just enqueued here,
 // preempt the donor? RT beats fair; fair by vruntime with a granularity.
 func (r *RQ) CheckPreemptCurr(c *percpu.Ctx, p *task.Task) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	d := r.donor
 	if d == r.Idle {
 		r.ReschedCurr(c)
@@ -477,7 +507,7 @@ func (r *RQ) Tick(c *percpu.Ctx) bool {
 
 // YieldTask is yield_task(): move the donor behind its peers.
 func (r *RQ) YieldTask(c *percpu.Ctx, p *task.Task) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	r.seq++
 	p.SE.QueueSeq = r.seq
 	if !p.SE.Policy.RT() {
@@ -492,7 +522,7 @@ func (r *RQ) YieldTask(c *percpu.Ctx, p *task.Task) {
 
 // QueueBalanceCallback is queue_balance_callback().
 func (r *RQ) QueueBalanceCallback(c *percpu.Ctx, cb BalanceCallback) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	r.balanceCallbacks = append(r.balanceCallbacks, cb)
 }
 
@@ -502,7 +532,7 @@ func (r *RQ) BalanceCallbacks() int { return len(r.balanceCallbacks) }
 // ZapBalanceCallbacks drops callbacks of an abandoned pick
 // (zap_balance_callbacks).
 func (r *RQ) ZapBalanceCallbacks(c *percpu.Ctx) {
-	r.Lock.AssertHeld(c.CPU)
+	r.AssertHeld(c)
 	for i := range r.balanceCallbacks {
 		r.balanceCallbacks[i] = BalanceCallback{}
 	}
@@ -519,25 +549,57 @@ func (r *RQ) RunBalanceCallbacks(c *percpu.Ctx) {
 	r.balanceCallbacks = r.balanceCallbacks[:0:0]
 }
 
-// DoubleLock is double_rq_lock(): both locks, lower CPU first.
+// lockLess is rq_order_less(): the order in which two different rq locks
+// are taken (by the lock's (core, CPU) key).
+func lockLess(a, b *RQ) bool { return a.lock.Sub() < b.lock.Sub() }
+
+// DoubleLock is double_rq_lock(): both locks, in (core, CPU) order. Two
+// runqueues that share one lock (or one runqueue twice) take it once.
 func DoubleLock(c *percpu.Ctx, a, b *RQ) {
-	if a == b {
-		a.Lock.Lock(c.CPU)
+	if a.lock == b.lock {
+		a.Lock(c)
 		return
 	}
-	if a.CPU > b.CPU {
+	if lockLess(b, a) {
 		a, b = b, a
 	}
-	a.Lock.Lock(c.CPU)
-	b.Lock.Lock(c.CPU)
+	a.Lock(c)
+	b.Lock(c)
 }
 
-// DoubleUnlock is double_rq_unlock().
+// DoubleUnlock is double_rq_unlock(): a shared lock is released once.
 func DoubleUnlock(c *percpu.Ctx, a, b *RQ) {
-	if a != b {
-		b.Lock.Unlock(c.CPU)
+	if a.lock != b.lock {
+		b.Unlock(c)
 	}
-	a.Lock.Unlock(c.CPU)
+	a.Unlock(c)
+}
+
+// DoubleLockBalance is double_lock_balance() (the _double_lock_balance
+// "unfair" form): this_rq is held; take busiest too. If busiest's lock
+// orders first, this_rq's lock is dropped and both are retaken in order,
+// and the return value is true: whatever the caller saw under this_rq's
+// lock may have changed and must be checked again.
+func DoubleLockBalance(c *percpu.Ctx, thisRQ, busiest *RQ) bool {
+	thisRQ.AssertHeld(c)
+	if thisRQ.lock == busiest.lock {
+		return false
+	}
+	if lockLess(thisRQ, busiest) {
+		busiest.Lock(c)
+		return false
+	}
+	thisRQ.Unlock(c)
+	DoubleLock(c, thisRQ, busiest)
+	return true
+}
+
+// DoubleUnlockBalance is double_unlock_balance(): drop busiest, keep
+// this_rq.
+func DoubleUnlockBalance(c *percpu.Ctx, thisRQ, busiest *RQ) {
+	if thisRQ.lock != busiest.lock {
+		busiest.Unlock(c)
+	}
 }
 
 // SetTaskCPU is set_task_cpu(): p is MIGRATING (or WAKING) and pinned by

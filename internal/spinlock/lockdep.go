@@ -80,7 +80,7 @@ func (v *Validator) check(c *CPU, l *Lock, nested bool) {
 			switch l.class {
 			case ClassRQ:
 				if l.sub <= h.sub {
-					v.report(c, h, l, "two rq locks must be taken lower CPU first (double_rq_lock)")
+					v.report(c, h, l, "two rq locks must be taken in (core, CPU) order (double_rq_lock)")
 				}
 			case ClassBlockedLock:
 				if !nested {

@@ -37,8 +37,9 @@ func (k Class) String() string {
 type Lock struct {
 	mu    sync.Mutex
 	class Class
-	// sub orders locks of one class: the CPU id for rq locks (double_rq_lock
-	// takes the lower first), the task id for per-task locks.
+	// sub orders locks of one class: the (core, CPU) key for rq locks
+	// (double_rq_lock takes the lower first, as rq_order_less() orders
+	// them), the task id for per-task locks.
 	sub int32
 	// holder is the id+1 of the CPU holding the lock, 0 when free. Written
 	// only by the holder; read without lock by assertions and reports.

@@ -59,7 +59,7 @@ func TestLockOrderReportsInversions(t *testing.T) {
 			rq0.Unlock(c)
 			wait.Unlock(c)
 		}, "order is pi_lock"},
-		{"rq higher CPU first", func(c *CPU, pi, rq0, rq1, wait, b1, b2 *Lock) { rq1.Lock(c); rq0.Lock(c); rq0.Unlock(c); rq1.Unlock(c) }, "lower CPU first"},
+		{"rq higher CPU first", func(c *CPU, pi, rq0, rq1, wait, b1, b2 *Lock) { rq1.Lock(c); rq0.Lock(c); rq0.Unlock(c); rq1.Unlock(c) }, "(core, CPU) order"},
 		{"nested blocked_lock without annotation", func(c *CPU, pi, rq0, rq1, wait, b1, b2 *Lock) { b1.Lock(c); b2.Lock(c); b2.Unlock(c); b1.Unlock(c) }, "nested blocked_lock"},
 		{"two pi_locks", func(c *CPU, pi, rq0, rq1, wait, b1, b2 *Lock) {
 			p2 := &Lock{}
