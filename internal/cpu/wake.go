@@ -39,9 +39,7 @@ func boWaking(c *percpu.Ctx, p *task.Task) bool {
 // otherwise leave it RUNNING and BO_BLOCKED.
 func markWakingLocked(c *percpu.Ctx, p *task.Task) {
 	if p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOBlocked {
-		p.SetBlockedOnState(c.CPU, task.BOWaking)
-		p.BOSince = c.Now
-		c.Emit(trace.EvBOState, int32(p.ID), int32(task.BOBlocked), int32(task.BOWaking), 0)
+		p.SetBOState(c, task.BOWaking)
 	}
 }
 
@@ -59,10 +57,7 @@ func markWaking(c *percpu.Ctx, p *task.Task) {
 // and select_task_rq will honour its mask). p.BlockedLock is held.
 func setRunnableLocked(c *percpu.Ctx, p *task.Task) {
 	if p.BlockedOn(c.CPU) != nil {
-		if s := p.BlockedOnState(c.CPU); s != task.BORunnable {
-			p.SetBlockedOnState(c.CPU, task.BORunnable)
-			c.Emit(trace.EvBOState, int32(p.ID), int32(s), int32(task.BORunnable), 0)
-		}
+		p.SetBOState(c, task.BORunnable)
 	}
 }
 

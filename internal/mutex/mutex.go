@@ -125,7 +125,7 @@ func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task) bool {
 	m.waiters = append(m.waiters, p)
 	m.setFlag(FlagWaiters)
 	p.BlockedLock.Lock(c.CPU)
-	p.SetBlockedOn(c.CPU, m, task.BOBlocked)
+	p.SetBlockedOn(c, m, task.BOBlocked)
 	p.SetState(task.Uninterruptible) // set_current_state, under blocked_lock (see cpu.markWakingLocked)
 	p.BlockedLock.Unlock(c.CPU)
 	p.Exec.WaitStart = c.Now
@@ -153,7 +153,7 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
 		if len(m.waiters) == 0 {
 			m.clearFlag(FlagWaiters)
 		}
-		p.SetBlockedOn(c.CPU, nil, task.BORunnable)
+		p.SetBlockedOn(c, nil, task.BORunnable)
 		p.SetState(task.Running)
 		p.BlockedLock.Unlock(c.CPU)
 		m.waitLock.Unlock(c.CPU)
@@ -162,11 +162,7 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
 	}
 	// Not ours: back to sleep, still a donor. The unlock path may have
 	// set us BO_WAKING and ttwu BO_RUNNABLE; re-arm BO_BLOCKED.
-	old := p.BlockedOnState(c.CPU)
-	p.SetBlockedOn(c.CPU, m, task.BOBlocked)
-	if old != task.BOBlocked {
-		c.Emit(trace.EvBOState, int32(p.ID), int32(old), int32(task.BOBlocked), 0)
-	}
+	p.SetBlockedOn(c, m, task.BOBlocked)
 	p.SetState(task.Uninterruptible)
 	p.BlockedLock.Unlock(c.CPU)
 	m.waitLock.Unlock(c.CPU)
@@ -301,13 +297,12 @@ func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 	m.waitLock.Unlock(c.CPU)
 }
 
-// setWaking moves a waiter BLOCKED -> WAKING (the only transition into
-// WAKING; other states are left alone). w.BlockedLock is held.
+// setWaking moves a waiter BLOCKED -> WAKING (unlock's transition into
+// WAKING; ttwu and proxy_force_return have their own; other states are
+// left alone). w.BlockedLock is held.
 func (m *Mutex) setWaking(c *percpu.Ctx, w *task.Task) {
 	if w.BlockedOnState(c.CPU) == task.BOBlocked && w.BlockedOn(c.CPU) == task.Lock(m) {
-		w.SetBlockedOnState(c.CPU, task.BOWaking)
-		w.BOSince = c.Now
-		c.Emit(trace.EvBOState, int32(w.ID), int32(task.BOBlocked), int32(task.BOWaking), 0)
+		w.SetBOState(c, task.BOWaking)
 	}
 }
 

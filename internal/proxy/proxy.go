@@ -43,19 +43,9 @@ func TaskIsBlocked(c *percpu.Ctx, p *task.Task) bool {
 	return b
 }
 
-func emitBO(c *percpu.Ctx, p *task.Task, from, to task.BOState) {
-	c.Emit(trace.EvBOState, int32(p.ID), int32(from), int32(to), 0)
-}
-
 // forceRunnable sets BO_RUNNABLE from inside find_proxy_task; p's
 // blocked_lock is held.
-func forceRunnable(c *percpu.Ctx, p *task.Task) {
-	old := p.BlockedOnState(c.CPU)
-	if old != task.BORunnable {
-		p.SetBlockedOnState(c.CPU, task.BORunnable)
-		emitBO(c, p, old, task.BORunnable)
-	}
-}
+func forceRunnable(c *percpu.Ctx, p *task.Task) { p.SetBOState(c, task.BORunnable) }
 
 type action int
 
@@ -430,10 +420,8 @@ func ForceReturn(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task) {
 	r.AssertHeld(c)
 	ReschedIdle(c, r)
 	p.BlockedLock.Lock(c.CPU)
-	if s := p.BlockedOnState(c.CPU); s == task.BOBlocked && p.BlockedOn(c.CPU) != nil {
-		p.SetBlockedOnState(c.CPU, task.BOWaking)
-		p.BOSince = c.Now
-		emitBO(c, p, s, task.BOWaking)
+	if p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOBlocked {
+		p.SetBOState(c, task.BOWaking)
 	}
 	p.BlockedLock.Unlock(c.CPU)
 	if p == r.Curr() || !p.Queued() || p.CPU() != r.CPU {
@@ -468,8 +456,7 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 			c.Inc(stats.ReturnMigrations)
 			ret = true
 		}
-		p.SetBlockedOnState(c.CPU, task.BORunnable)
-		emitBO(c, p, task.BOWaking, task.BORunnable)
+		p.SetBOState(c, task.BORunnable)
 		r.ReschedCurr(c)
 	}
 	return ret

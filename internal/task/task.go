@@ -354,22 +354,6 @@ func (p *Task) BlockedOnState(c *spinlock.CPU) BOState {
 	return p.blockedOnState
 }
 
-// SetBlockedOn sets blocked_on and blocked_on_state together (the mutex
-// slow path, acquisition and failure). BlockedLock must be held.
-func (p *Task) SetBlockedOn(c *spinlock.CPU, m Lock, s BOState) {
-	p.BlockedLock.AssertHeld(c)
-	p.blockedOn = m
-	p.blockedOnState = s
-}
-
-// SetBlockedOnState changes blocked_on_state only. BlockedLock must be
-// held. The transition rules of section 3a are enforced by the callers;
-// check.BOTransition validates them.
-func (p *Task) SetBlockedOnState(c *spinlock.CPU, s BOState) {
-	p.BlockedLock.AssertHeld(c)
-	p.blockedOnState = s
-}
-
 // BlockedDonor returns blocked_donor; BlockedLock must be held.
 func (p *Task) BlockedDonor(c *spinlock.CPU) *Task {
 	p.BlockedLock.AssertHeld(c)
