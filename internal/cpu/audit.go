@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/proxysim/proxysim/internal/audit"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/stats"
 )
@@ -9,7 +10,7 @@ import (
 // the barrier (the caller holds the barrier lock).
 func (m *Machine) audit(horizon int64) {
 	m.Stats[0].Inc(stats.Audits)
-	check.Audit(m, check.AuditConfig{Proxy: m.cfg.Proxy, SleepingOwners: m.cfg.SleepingOwners, Horizon: horizon, WakingBound: m.cfg.WakingBound, ProgressBound: m.cfg.ProgressBound},
+	audit.Audit(m, audit.Config{Proxy: m.cfg.Proxy, SleepingOwners: m.cfg.SleepingOwners, Horizon: horizon, WakingBound: m.cfg.WakingBound, ProgressBound: m.cfg.ProgressBound},
 		func(v check.Violation) {
 			v.Seq = m.Log.Seq()
 			m.Rep.Report(v)

@@ -119,17 +119,20 @@ func (cp *CPU) advance(d int64) {
 // work, and the epoch barrier.
 func (cp *CPU) run() {
 	defer cp.m.wg.Done()
+	m := cp.m
+	if cd := m.cond; cd != nil {
+		cd.Enter(cp.id)
+		// Deferred before the recover handler so that it runs after it:
+		// a panicking CPU records its violation while it still holds the
+		// conductor's turn, before any other CPU can add an event.
+		defer cd.Exit(cp.id)
+	}
 	defer func() {
 		if e := recover(); e != nil {
 			cp.m.Report(cp.c, check.InvInternal, cp.rq.Curr(), fmt.Sprintf("panic: %v\n%s", e, debug.Stack()))
 			cp.m.Stop("panic on cpu " + fmt.Sprint(cp.id))
 		}
 	}()
-	m := cp.m
-	if cd := m.cond; cd != nil {
-		cd.Enter(cp.id)
-		defer cd.Exit(cp.id)
-	}
 	for {
 		if m.stopping.Load() {
 			return

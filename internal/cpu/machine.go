@@ -107,7 +107,7 @@ func New(cfg Config) (*Machine, error) {
 		// is reported after a fixed number of turns, so it replays.
 		m.cond.StallSteps = uint64(10_000_000)
 		m.cond.OnStall = func(steps uint64) {
-			m.report(-1, check.InvHang, nil, fmt.Sprintf("deterministic watchdog: %d conductor turns without an epoch completing (epoch %d): CPUs livelocked", m.cond.StallSteps, m.epochs.Load()), int64(m.Log.Seq()))
+			m.warn(nil, check.InvHang, -1, "", fmt.Sprintf("deterministic watchdog: %d conductor turns without an epoch completing (epoch %d): CPUs livelocked", m.cond.StallSteps, m.epochs.Load()))
 		}
 		// One goroutine at a time: the event sequence is a function of
 		// the seed, and its hash proves it.
@@ -119,7 +119,13 @@ func New(cfg Config) (*Machine, error) {
 		m.Stop("violation: " + v.String())
 	}
 	m.Dep = spinlock.NewValidator(func(inv spinlock.Inversion) {
-		m.report(inv.CPU, check.InvLockOrder, nil, inv.String(), -1)
+		// Called on the goroutine of the CPU taking the lock, which owns
+		// that CPU's context.
+		var c *percpu.Ctx
+		if inv.CPU >= 0 && inv.CPU < len(m.cpus) {
+			c = m.cpus[inv.CPU].c
+		}
+		m.warn(c, check.InvLockOrder, -1, "", inv.String())
 	})
 	for i := 0; i < cfg.CPUs; i++ {
 		idle := task.New(-(i + 1), fmt.Sprintf("swapper/%d", i), cfg.CPUs, i)
@@ -138,7 +144,8 @@ func New(cfg Config) (*Machine, error) {
 			lc.Hooks = cfg.Hooks(i)
 		}
 		c := &percpu.Ctx{CPU: lc, Trace: m.Log.Rings[i], Stats: st,
-			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(i)*0x9e3779b97f4a7c15+1)), Proxy: cfg.Proxy, Bugs: cfg.Bugs}
+			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(i)*0x9e3779b97f4a7c15+1)), Proxy: cfg.Proxy, Bugs: cfg.Bugs,
+			OnWarn: m.warn}
 		cp := &CPU{m: m, id: i, rq: r, c: c, kick: make(chan struct{}, 1), nextTick: cfg.Tick}
 		cp.timerLock.Init(spinlock.ClassTimer, i)
 		r.Kick = m.kickResched
@@ -267,22 +274,27 @@ func (m *Machine) Epochs() uint64 { return m.epochs.Load() }
 
 // Report records an invariant violation found on CPU c (proxy.Machine).
 func (m *Machine) Report(c *percpu.Ctx, inv check.Invariant, p *task.Task, msg string) {
-	id, seq := -1, m.Log.Seq()
-	if c != nil {
-		id = c.ID
-		c.Emit(trace.EvViolation, taskID(p), int32(inv), 0, 0)
+	id, name := -1, ""
+	if p != nil {
+		id, name = p.ID, p.String()
 	}
-	m.report(id, inv, p, msg, int64(seq))
+	m.warn(c, inv, id, name, msg)
 }
 
-func (m *Machine) report(cpu int, inv check.Invariant, p *task.Task, msg string, seq int64) {
-	v := check.Violation{Invariant: inv, CPU: cpu, Message: msg, Seq: uint64(seq)}
-	if cpu >= 0 && cpu < len(m.cpus) {
-		v.Time = m.Stats[cpu].SimTime.Load()
+// warn records a violation found on CPU c (nil: outside any CPU) at the
+// current event: it is percpu.Ctx.OnWarn, through which rq and mutex
+// report. The violation event is emitted first, so that the violation's
+// sequence number names the event that replay must meet again.
+func (m *Machine) warn(c *percpu.Ctx, inv check.Invariant, id int, name, msg string) {
+	v := check.Violation{Invariant: inv, CPU: -1, Task: id, TaskName: name, Message: msg}
+	if id < 0 && name == "" {
+		v.Task = 0
 	}
-	if p != nil {
-		v.Task, v.TaskName = p.ID, p.String()
+	if c != nil {
+		c.Emit(trace.EvViolation, int32(v.Task), int32(inv), 0, 0)
+		v.CPU, v.Time = c.ID, c.Now
 	}
+	v.Seq = m.Log.Seq()
 	m.Rep.Report(v)
 }
 
@@ -389,7 +401,7 @@ func (m *Machine) watch(finished chan struct{}) {
 			}
 			if m.cfg.HangTimeout > 0 && now.Sub(lastChange) > m.cfg.HangTimeout {
 				m.HangDump = allStacks()
-				m.report(-1, check.InvHang, nil, fmt.Sprintf("no epoch completed for %v of real time (epoch %d): CPUs stuck in a lock, a spin or a livelock", m.cfg.HangTimeout, last), int64(m.Log.Seq()))
+				m.warn(nil, check.InvHang, -1, "", fmt.Sprintf("no epoch completed for %v of real time (epoch %d): CPUs stuck in a lock, a spin or a livelock", m.cfg.HangTimeout, last))
 			}
 		}
 	}

@@ -1,9 +1,11 @@
 package percpu
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/trace"
@@ -22,6 +24,22 @@ type Ctx struct {
 	Proxy bool
 	// Bugs are the catalogue bugs switched back on.
 	Bugs bugs.Set
+	// OnWarn receives the invariant violations that the model's own
+	// inline checks find (Warn); set by the machine, which records the
+	// violation and stops the run.
+	OnWarn func(c *Ctx, inv check.Invariant, task int, taskName, msg string)
+}
+
+// Warn is SCHED_WARN_ON() for the model's packages (rq, mutex): report a
+// broken invariant with the task it concerns. The caller then leaves the
+// operation undone, as kernel code returns after a WARN. Without a
+// receiver (unit tests of a package alone) it panics.
+func (c *Ctx) Warn(inv check.Invariant, task int, taskName string, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if c.OnWarn == nil {
+		panic(fmt.Sprintf("invariant %d (%s): %s", int(inv), inv.Name(), msg))
+	}
+	c.OnWarn(c, inv, task, taskName, msg)
 }
 
 // Bug reports whether catalogue bug b is switched on.

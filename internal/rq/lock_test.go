@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/task"
@@ -98,5 +99,29 @@ func TestDoubleLockOrderAndBalance(t *testing.T) {
 	a.Unlock(c)
 	if len(inv) != 1 || !strings.Contains(inv[0].Reason, "double_rq_lock") {
 		t.Fatalf("out-of-order rq locks: validator reported %v, want one double_rq_lock inversion", inv)
+	}
+}
+
+// An enqueue of a queued task and a dequeue of a task queued elsewhere are
+// reported as invariant 6 through the CPU's Warn, and leave the queues as
+// they were (a WARN and return, not a panic).
+func TestEnqueueDequeueMisuseIsReported(t *testing.T) {
+	var got []check.Invariant
+	c := testCtx(0, nil)
+	c.OnWarn = func(_ *percpu.Ctx, inv check.Invariant, task int, name, msg string) { got = append(got, inv) }
+	a, b := newRQ(0), newRQ(1)
+	p := task.New(1, "p", 4, 0)
+	a.Lock(c)
+	a.ActivateTask(c, p, EnqueueWakeup)
+	a.Enqueue(c, p, EnqueueWakeup)
+	a.Unlock(c)
+	b.Lock(c)
+	b.Dequeue(c, p, DequeueSleep)
+	b.Unlock(c)
+	if len(got) != 2 || got[0] != check.InvOneQueue || got[1] != check.InvOneQueue {
+		t.Fatalf("reported %v, want two one-queue violations", got)
+	}
+	if a.NrRunning() != 1 || b.NrRunning() != 0 || len(a.Tasks()) != 1 {
+		t.Fatalf("queues changed by the rejected operations: rq0 %d (%d tasks), rq1 %d", a.NrRunning(), len(a.Tasks()), b.NrRunning())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"
@@ -210,7 +211,8 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	r.AssertHeld(c)
 	se := &p.SE
 	if se.Queued {
-		panic(fmt.Sprintf("enqueue_task: %v already queued on cpu%d (enqueue on cpu%d)", p, se.QueueCPU, r.CPU))
+		c.Warn(check.InvOneQueue, p.ID, p.String(), "enqueue_task: %v already queued on cpu%d (enqueue on cpu%d)", p, se.QueueCPU, r.CPU)
+		return
 	}
 	r.seq++
 	se.QueueSeq = r.seq
@@ -251,15 +253,22 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
 	r.AssertHeld(c)
 	se := &p.SE
 	if !se.Queued || se.QueueCPU != r.CPU {
-		panic(fmt.Sprintf("dequeue_task: %v not queued on cpu%d (queued=%v on cpu%d)", p, r.CPU, se.Queued, se.QueueCPU))
+		c.Warn(check.InvOneQueue, p.ID, p.String(), "dequeue_task: %v not queued on cpu%d (queued=%v on cpu%d)", p, r.CPU, se.Queued, se.QueueCPU)
+		return
+	}
+	q := &r.fair
+	if se.Policy.RT() {
+		q = &r.rt
+	}
+	if !remove(q, p) {
+		c.Warn(check.InvOneQueue, p.ID, p.String(), "dequeue_task: %v marked queued on cpu%d but missing from its class queue", p, r.CPU)
+		return
 	}
 	if se.Policy.RT() {
-		r.rt = remove(r.rt, p)
 		if r.nrRT.Add(-1) == 1 && r.RTO != nil {
 			r.RTO.Add(-1)
 		}
 	} else {
-		r.fair = remove(r.fair, p)
 		se.Vlag = se.Vruntime - r.minVruntime
 	}
 	se.Queued = false
@@ -268,15 +277,18 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
 	r.updateMinVruntime()
 }
 
-func remove(q []*task.Task, p *task.Task) []*task.Task {
-	for i, t := range q {
+// remove takes p out of class queue q; false if it is not there.
+func remove(q *[]*task.Task, p *task.Task) bool {
+	s := *q
+	for i, t := range s {
 		if t == p {
-			copy(q[i:], q[i+1:])
-			q[len(q)-1] = nil
-			return q[:len(q)-1]
+			copy(s[i:], s[i+1:])
+			s[len(s)-1] = nil
+			*q = s[:len(s)-1]
+			return true
 		}
 	}
-	panic(fmt.Sprintf("dequeue_task: %v missing from its class queue", p))
+	return false
 }
 
 func (r *RQ) updateMinVruntime() {

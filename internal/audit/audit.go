@@ -1,8 +1,9 @@
-package check
+package audit
 
 import (
 	"fmt"
 
+	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/mutex"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/task"
@@ -19,8 +20,8 @@ type View interface {
 	Busy(cpu int) int64
 }
 
-// AuditConfig says what the audit checks.
-type AuditConfig struct {
+// Config says what the audit checks.
+type Config struct {
 	Proxy          bool
 	SleepingOwners bool
 	Horizon        int64 // the barrier's virtual time
@@ -29,7 +30,7 @@ type AuditConfig struct {
 }
 
 // Audit checks the global invariants and reports each violation found.
-func Audit(v View, cfg AuditConfig, report func(Violation)) {
+func Audit(v View, cfg Config, report func(check.Violation)) {
 	a := auditor{v: v, cfg: cfg, report: report}
 	a.queues()
 	a.onCPU()
@@ -40,13 +41,13 @@ func Audit(v View, cfg AuditConfig, report func(Violation)) {
 
 type auditor struct {
 	v      View
-	cfg    AuditConfig
-	report func(Violation)
+	cfg    Config
+	report func(check.Violation)
 	where  map[*task.Task]int // queued tasks -> cpu
 }
 
-func (a *auditor) fail(inv Invariant, cpu int, p *task.Task, format string, args ...any) {
-	vi := Violation{Invariant: inv, CPU: cpu, Message: fmt.Sprintf(format, args...), Time: a.cfg.Horizon}
+func (a *auditor) fail(inv check.Invariant, cpu int, p *task.Task, format string, args ...any) {
+	vi := check.Violation{Invariant: inv, CPU: cpu, Message: fmt.Sprintf(format, args...), Time: a.cfg.Horizon}
 	if p != nil {
 		vi.Task, vi.TaskName = p.ID, p.String()
 	}
@@ -65,38 +66,38 @@ func (a *auditor) queues() {
 		r := a.v.RQ(cpu)
 		ts := r.Tasks()
 		if n := r.NrRunning(); n != len(ts) {
-			a.fail(InvCounts, cpu, nil, "nr_running %d but %d tasks in the class queues", n, len(ts))
+			a.fail(check.InvCounts, cpu, nil, "nr_running %d but %d tasks in the class queues", n, len(ts))
 		}
 		if n := r.BalanceCallbacks(); n != 0 {
-			a.fail(InvBalanceCallbacks, cpu, nil, "%d balance callbacks pending at a quiescent point", n)
+			a.fail(check.InvBalanceCallbacks, cpu, nil, "%d balance callbacks pending at a quiescent point", n)
 		}
 		if r.NrUninterruptible < 0 {
-			a.fail(InvCounts, cpu, nil, "nr_uninterruptible is %d", r.NrUninterruptible)
+			a.fail(check.InvCounts, cpu, nil, "nr_uninterruptible is %d", r.NrUninterruptible)
 		}
 		for _, p := range ts {
 			if prev, dup := a.where[p]; dup {
-				a.fail(InvOneQueue, cpu, p, "%v queued on cpu%d and cpu%d", p, prev, cpu)
+				a.fail(check.InvOneQueue, cpu, p, "%v queued on cpu%d and cpu%d", p, prev, cpu)
 			}
 			a.where[p] = cpu
 			if p.OnRQ() != task.OnRQQueued || p.CPU() != cpu || p.SE.QueueCPU != cpu {
-				a.fail(InvOneQueue, cpu, p, "%v in cpu%d's queue with on_rq=%d task_cpu=%d", p, cpu, p.OnRQ(), p.CPU())
+				a.fail(check.InvOneQueue, cpu, p, "%v in cpu%d's queue with on_rq=%d task_cpu=%d", p, cpu, p.OnRQ(), p.CPU())
 			}
 			if p.State() == task.Dead {
-				a.fail(InvOneQueue, cpu, p, "%v is DEAD but queued", p)
+				a.fail(check.InvOneQueue, cpu, p, "%v is DEAD but queued", p)
 			}
 			runnable := !a.cfg.Proxy || !blockedPeek(p)
 			if runnable && !p.CPUsMask.Has(cpu) && !p.MigrationReady {
-				a.fail(InvRunnableInMask, cpu, p, "runnable %v queued on cpu%d outside its mask %v (wake_cpu %d)", p, cpu, p.CPUsMask, p.WakeCPU)
+				a.fail(check.InvRunnableInMask, cpu, p, "runnable %v queued on cpu%d outside its mask %v (wake_cpu %d)", p, cpu, p.CPUsMask, p.WakeCPU)
 			}
 			if cfg := a.cfg; cfg.ProgressBound > 0 && runnable && p != r.Curr() && cfg.Horizon-p.SE.Runnable > cfg.ProgressBound {
-				a.fail(InvProgress, cpu, p, "runnable %v has waited %d ns on cpu%d without running (bound %d)", p, cfg.Horizon-p.SE.Runnable, cpu, cfg.ProgressBound)
+				a.fail(check.InvProgress, cpu, p, "runnable %v has waited %d ns on cpu%d without running (bound %d)", p, cfg.Horizon-p.SE.Runnable, cpu, cfg.ProgressBound)
 			}
 			if p.CPU() != p.WakeCPU && !blockedPeek(p) && !p.MigrationReady {
-				a.fail(InvWakeCPU, cpu, p, "%v queued on cpu%d away from wake_cpu %d but not blocked", p, cpu, p.WakeCPU)
+				a.fail(check.InvWakeCPU, cpu, p, "%v queued on cpu%d away from wake_cpu %d but not blocked", p, cpu, p.WakeCPU)
 			}
 		}
 		if r.Curr() == r.Idle && len(ts) > 0 && !r.NeedResched() {
-			a.fail(InvProgress, cpu, ts[0], "cpu%d idles with %d queued tasks and no reschedule pending: they will not run until something else kicks it", cpu, len(ts))
+			a.fail(check.InvProgress, cpu, ts[0], "cpu%d idles with %d queued tasks and no reschedule pending: they will not run until something else kicks it", cpu, len(ts))
 		}
 	}
 	for _, p := range a.v.Tasks() {
@@ -107,13 +108,13 @@ func (a *auditor) queues() {
 		switch p.OnRQ() {
 		case task.OnRQQueued:
 			if !q {
-				a.fail(InvOneQueue, p.CPU(), p, "%v has on_rq QUEUED but is in no class queue", p)
+				a.fail(check.InvOneQueue, p.CPU(), p, "%v has on_rq QUEUED but is in no class queue", p)
 			}
 		case task.OnRQMigrating:
-			a.fail(InvOneQueue, p.CPU(), p, "%v is MIGRATING at a quiescent point: a move was left half done", p)
+			a.fail(check.InvOneQueue, p.CPU(), p, "%v is MIGRATING at a quiescent point: a move was left half done", p)
 		}
 		if p.State() != task.Dead && !p.CPUsMask.Has(p.WakeCPU) {
-			a.fail(InvWakeCPU, p.CPU(), p, "%v has wake_cpu %d outside its mask %v", p, p.WakeCPU, p.CPUsMask)
+			a.fail(check.InvWakeCPU, p.CPU(), p, "%v has wake_cpu %d outside its mask %v", p, p.WakeCPU, p.CPUsMask)
 		}
 	}
 }
@@ -128,28 +129,28 @@ func (a *auditor) onCPU() {
 			continue
 		}
 		if other, dup := running[curr]; dup {
-			a.fail(InvSingleRun, cpu, curr, "%v is curr on cpu%d and cpu%d", curr, other, cpu)
+			a.fail(check.InvSingleRun, cpu, curr, "%v is curr on cpu%d and cpu%d", curr, other, cpu)
 		}
 		running[curr] = cpu
 		if !curr.OnCPU() {
-			a.fail(InvSingleRun, cpu, curr, "%v is curr on cpu%d without on_cpu", curr, cpu)
+			a.fail(check.InvSingleRun, cpu, curr, "%v is curr on cpu%d without on_cpu", curr, cpu)
 		}
 		if !curr.CPUsMask.Has(cpu) {
-			a.fail(InvAffinity, cpu, curr, "%v executes on cpu%d outside its mask %v", curr, cpu, curr.CPUsMask)
+			a.fail(check.InvAffinity, cpu, curr, "%v executes on cpu%d outside its mask %v", curr, cpu, curr.CPUsMask)
 		}
 		if a.cfg.Proxy && blockedPeek(curr) && !r.NeedResched() {
-			a.fail(InvBlockedNotCurr, cpu, curr, "%v executes on cpu%d while mutex-blocked", curr, cpu)
+			a.fail(check.InvBlockedNotCurr, cpu, curr, "%v executes on cpu%d while mutex-blocked", curr, cpu)
 		}
 		if d := r.PeekDonor(); d != curr && d != r.Idle && !r.NeedResched() {
 			if !a.cfg.Proxy || !chainReaches(d, curr) {
-				a.fail(InvCurrDonor, cpu, curr, "cpu%d executes %v for donor %v, which is not blocked on a chain ending there", cpu, curr, d)
+				a.fail(check.InvCurrDonor, cpu, curr, "cpu%d executes %v for donor %v, which is not blocked on a chain ending there", cpu, curr, d)
 			}
 		}
 	}
 	for _, p := range a.v.Tasks() {
 		if p != nil && p.OnCPU() {
 			if _, ok := running[p]; !ok {
-				a.fail(InvSingleRun, p.CPU(), p, "%v has on_cpu set but is curr nowhere", p)
+				a.fail(check.InvSingleRun, p.CPU(), p, "%v has on_cpu set but is curr nowhere", p)
 			}
 		}
 	}
@@ -176,22 +177,22 @@ func (a *auditor) mutexes() {
 	for _, m := range a.v.Mutexes() {
 		owner, flags, ws := m.Peek()
 		if owner != nil && owner.State() == task.Dead {
-			a.fail(InvOneOwner, owner.CPU(), owner, "%v owned by exited %v", m, owner)
+			a.fail(check.InvOneOwner, owner.CPU(), owner, "%v owned by exited %v", m, owner)
 		}
 		if len(ws) > 0 && flags&mutex.FlagWaiters == 0 {
-			a.fail(InvOneOwner, -1, ws[0], "%v has %d waiters but no WAITERS flag: unlock would take the fast path and wake nobody", m, len(ws))
+			a.fail(check.InvOneOwner, -1, ws[0], "%v has %d waiters but no WAITERS flag: unlock would take the fast path and wake nobody", m, len(ws))
 		}
 		for _, w := range ws {
 			if prev, dup := waiting[w]; dup {
-				a.fail(InvOneOwner, -1, w, "%v waits on %v and %v", w, prev, m)
+				a.fail(check.InvOneOwner, -1, w, "%v waits on %v and %v", w, prev, m)
 			}
 			waiting[w] = m
 			bo, _, _ := w.Peek()
 			if bo != task.Lock(m) {
-				a.fail(InvOneOwner, -1, w, "%v is on %v's wait list but blocked_on is %v", w, m, bo)
+				a.fail(check.InvOneOwner, -1, w, "%v is on %v's wait list but blocked_on is %v", w, m, bo)
 			}
 			if w == owner && flags&mutex.FlagPickup == 0 {
-				a.fail(InvOneOwner, -1, w, "%v owns %v and is still on its wait list", w, m)
+				a.fail(check.InvOneOwner, -1, w, "%v owns %v and is still on its wait list", w, m)
 			}
 		}
 	}
@@ -201,7 +202,7 @@ func (a *auditor) mutexes() {
 		}
 		if bo, _, _ := p.Peek(); bo != nil {
 			if mm, ok := waiting[p]; !ok || task.Lock(mm) != bo {
-				a.fail(InvOneOwner, p.CPU(), p, "%v is blocked_on %v but not on its wait list", p, bo)
+				a.fail(check.InvOneOwner, p.CPU(), p, "%v is blocked_on %v but not on its wait list", p, bo)
 			}
 		}
 	}
@@ -228,7 +229,7 @@ func (a *auditor) blocked() {
 					break // free, or handed to q and not yet picked up
 				}
 				if o == p || i > len(a.v.Tasks()) {
-					a.fail(InvChainAcyclic, p.CPU(), p, "blocked_on chain from %v loops back: mutex deadlock", p)
+					a.fail(check.InvChainAcyclic, p.CPU(), p, "blocked_on chain from %v loops back: mutex deadlock", p)
 					break
 				}
 				q = o
@@ -236,28 +237,28 @@ func (a *auditor) blocked() {
 		}
 		if a.cfg.Proxy {
 			if p.State() == task.Running && m != nil && s == task.BOBlocked {
-				a.fail(InvRunningNotBlocked, p.CPU(), p, "%v is TASK_RUNNING but BO_BLOCKED on %v", p, m)
+				a.fail(check.InvRunningNotBlocked, p.CPU(), p, "%v is TASK_RUNNING but BO_BLOCKED on %v", p, m)
 			}
 			if s == task.BOWaking && a.cfg.WakingBound > 0 && a.cfg.Horizon-p.BOSince > a.cfg.WakingBound {
-				a.fail(InvWakingReturns, p.CPU(), p, "%v has been BO_WAKING for %d ns (bound %d): never returned", p, a.cfg.Horizon-p.BOSince, a.cfg.WakingBound)
+				a.fail(check.InvWakingReturns, p.CPU(), p, "%v has been BO_WAKING for %d ns (bound %d): never returned", p, a.cfg.Horizon-p.BOSince, a.cfg.WakingBound)
 			}
 		}
 		for _, w := range p.BlockedHead {
 			if prev, dup := parkedOn[w]; dup {
-				a.fail(InvSleepingOwner, w.CPU(), w, "%v parked on %v and %v", w, prev, p)
+				a.fail(check.InvSleepingOwner, w.CPU(), w, "%v parked on %v and %v", w, prev, p)
 			}
 			parkedOn[w] = p
 			if w.SleepingOwner.Load() != p {
-				a.fail(InvSleepingOwner, w.CPU(), w, "%v on %v's blocked_head but sleeping_owner is %v", w, p, w.SleepingOwner.Load())
+				a.fail(check.InvSleepingOwner, w.CPU(), w, "%v on %v's blocked_head but sleeping_owner is %v", w, p, w.SleepingOwner.Load())
 			}
 			if w.OnRQ() != task.OnRQNone {
-				a.fail(InvSleepingOwner, w.CPU(), w, "%v parked on %v but on_rq=%d", w, p, w.OnRQ())
+				a.fail(check.InvSleepingOwner, w.CPU(), w, "%v parked on %v but on_rq=%d", w, p, w.OnRQ())
 			}
 			if wm, _, _ := w.Peek(); wm == nil || wm.OwnerTask() != p {
-				a.fail(InvParkedOwner, w.CPU(), w, "%v parked on %v but its lock %v is owned by %v", w, p, wm, ownerOf(wm))
+				a.fail(check.InvParkedOwner, w.CPU(), w, "%v parked on %v but its lock %v is owned by %v", w, p, wm, ownerOf(wm))
 			}
 			if p.OnRQ() != task.OnRQNone {
-				a.fail(InvNoStrandedWaiter, p.CPU(), w, "%v stranded on the list of %v, which is awake (on_rq=%d)", w, p, p.OnRQ())
+				a.fail(check.InvNoStrandedWaiter, p.CPU(), w, "%v stranded on the list of %v, which is awake (on_rq=%d)", w, p, p.OnRQ())
 			}
 		}
 	}
@@ -266,7 +267,7 @@ func (a *auditor) blocked() {
 			continue
 		}
 		if so := p.SleepingOwner.Load(); so != nil && parkedOn[p] != so {
-			a.fail(InvSleepingOwner, p.CPU(), p, "%v has sleeping_owner %v but is not on its list", p, so)
+			a.fail(check.InvSleepingOwner, p.CPU(), p, "%v has sleeping_owner %v but is not on its list", p, so)
 		}
 	}
 }
@@ -295,6 +296,6 @@ func (a *auditor) runtime() {
 		}
 	}
 	if charged != busy {
-		a.fail(InvRuntime, -1, nil, "tasks were charged %d ns of execution but CPUs were busy %d ns", charged, busy)
+		a.fail(check.InvRuntime, -1, nil, "tasks were charged %d ns of execution but CPUs were busy %d ns", charged, busy)
 	}
 }

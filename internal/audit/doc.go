@@ -1,0 +1,12 @@
+// Package audit is proxysim's stop-the-world check of the global
+// invariants (proxy-exec-protocol.md section 5), run with every CPU
+// parked at an epoch barrier, so it reads without locks: each task in
+// exactly one place, counts agree, blocked_on chains agree with mutex wait
+// lists and are acyclic, sleeping-owner lists agree with on_rq, no
+// BO_WAKING left unreturned, every runnable task makes progress, runtime
+// adds up.
+//
+// It sits above rq and mutex (it reads both); the invariant ids and the
+// reporter it reports to are in the leaf package check, which rq and
+// mutex use for their own inline checks.
+package audit
