@@ -1,3 +1,6 @@
+// This file mirrors kernel/sched/core.c: set_cpus_allowed_ptr() / affine_move_task(),
+// move_queued_task() and the migration stopper (migration_cpu_stop).
+
 package cpu
 
 import (

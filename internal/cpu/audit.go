@@ -1,3 +1,5 @@
+// This file is the stop-the-world audit hook (package audit does the checking).
+
 package cpu
 
 import (

@@ -1,3 +1,5 @@
+// This file is the epoch barrier of lockstep mode (no kernel file).
+
 package cpu
 
 import (
@@ -46,9 +48,7 @@ func (b *barrier) init(m *Machine) {
 func (b *barrier) stop() {
 	b.mu.Lock()
 	b.m.stopping.Store(true)
-	if cd := b.m.cond; cd != nil {
-		cd.Stop()
-	}
+	b.m.runner.stop()
 	if !b.final {
 		b.final = true
 		close(b.ch)
@@ -61,9 +61,7 @@ func (b *barrier) unparkLocked(id int) {
 		b.parked[id] = false
 		b.flags[id].Store(false)
 		b.arrived--
-		if cd := b.m.cond; cd != nil {
-			cd.Unblock(id)
-		}
+		b.m.runner.unblock(id)
 	}
 }
 
@@ -100,31 +98,12 @@ func (b *barrier) arrive(cp *CPU) bool {
 	}
 	ch := b.ch
 	b.mu.Unlock()
-	if cd := b.m.cond; cd != nil {
-		// Serial mode: park with the conductor instead of the channel.
-		for {
-			cd.Block(cp.id)
-			b.mu.Lock()
-			still := b.parked[cp.id] && b.ch == ch && !b.m.stopping.Load()
-			b.mu.Unlock()
-			if !still {
-				return !b.m.stopping.Load()
-			}
-		}
-	}
-	for {
-		select {
-		case <-ch:
-			return !b.m.stopping.Load()
-		case <-cp.kick:
-			b.mu.Lock()
-			still := b.parked[cp.id] && b.ch == ch
-			b.mu.Unlock()
-			if !still {
-				return !b.m.stopping.Load()
-			}
-		}
-	}
+	b.m.runner.park(cp, ch, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.parked[cp.id] && b.ch == ch && !b.m.stopping.Load()
+	})
+	return !b.m.stopping.Load()
 }
 
 // advanceLocked ends the epoch: every CPU is parked.
@@ -132,9 +111,7 @@ func (b *barrier) advanceLocked() {
 	m := b.m
 	h := b.horizon.Load()
 	e := m.epochs.Add(1)
-	if m.cond != nil {
-		m.cond.Progress()
-	}
+	m.runner.progress()
 	if m.cfg.AuditEvery > 0 && e%uint64(m.cfg.AuditEvery) == 0 {
 		m.audit(h)
 	}
@@ -150,9 +127,7 @@ func (b *barrier) advanceLocked() {
 	for i := range b.parked {
 		b.parked[i] = false
 		b.flags[i].Store(false)
-		if cd := m.cond; cd != nil {
-			cd.Unblock(i)
-		}
+		m.runner.unblock(i)
 	}
 	b.arrived = 0
 	close(b.ch)

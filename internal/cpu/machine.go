@@ -1,9 +1,10 @@
+// This file is the machine: boot configuration, CPUs, tasks, mutexes, Run and Stop.
+
 package cpu
 
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,7 +75,8 @@ type Machine struct {
 	Stats []*stats.CPU
 
 	bar       barrier
-	cond      *conductor.Conductor // serial mode, or nil
+	runner    runner               // how the CPU goroutines interleave
+	cond      *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
 	rto       atomic.Int32         // runqueues with two or more RT tasks
 	stopReq   chan struct{}
 	stopping  atomic.Bool
@@ -101,6 +103,7 @@ func New(cfg Config) (*Machine, error) {
 	}
 	m := &Machine{cfg: cfg, tasks: []*task.Task{nil}, stopReq: make(chan struct{}, 1)}
 	m.Log = trace.NewLog(cfg.CPUs, cfg.RingSize)
+	m.runner = parallelRunner{}
 	if cfg.Strategy != nil {
 		m.cond = conductor.New(cfg.CPUs, *cfg.Strategy, cfg.Seed, func(i int) int64 { return m.cpus[i].c.Now })
 		// The virtual watchdog: a livelock (CPUs busy, no epoch ending)
@@ -112,6 +115,7 @@ func New(cfg Config) (*Machine, error) {
 		// One goroutine at a time: the event sequence is a function of
 		// the seed, and its hash proves it.
 		m.Log.EnableHash()
+		m.runner = serialRunner{m.cond}
 	}
 	m.Rep = check.NewReporter()
 	m.Rep.OnFirst = func(v check.Violation) {
@@ -329,7 +333,7 @@ func (m *Machine) Run() {
 }
 
 // Deterministic reports whether the machine runs serially.
-func (m *Machine) Deterministic() bool { return m.cond != nil }
+func (m *Machine) Deterministic() bool { return m.runner.deterministic() }
 
 // TraceHash is the hash of the full event sequence (deterministic mode;
 // 0 otherwise).
@@ -355,71 +359,6 @@ func (m *Machine) DetectedAfter() time.Duration {
 
 // WallTime is how long Run took.
 func (m *Machine) WallTime() time.Duration { return m.wallEnd.Sub(m.wallStart) }
-
-// watch is the watchdog: it enforces the wall-clock limit and reports a
-// hang when no epoch completes for HangTimeout.
-func (m *Machine) watch(finished chan struct{}) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var limit <-chan time.Time
-	if m.cfg.WallLimit > 0 {
-		t := time.NewTimer(m.cfg.WallLimit)
-		defer t.Stop()
-		limit = t.C
-	}
-	last, lastChange := m.epochs.Load(), time.Now()
-	var stopAt time.Time
-	for {
-		select {
-		case <-finished:
-			return
-		case <-m.stopReq:
-			m.bar.stop()
-			if m.cond != nil {
-				m.cond.Stop()
-			}
-		case <-limit:
-			m.Stop("wall-clock limit reached")
-			limit = nil
-		case now := <-tick.C:
-			if e := m.epochs.Load(); e != last {
-				last, lastChange = e, now
-			}
-			if m.stopping.Load() {
-				if stopAt.IsZero() {
-					stopAt = now
-				}
-				if now.Sub(stopAt) > 5*time.Second {
-					// CPUs stuck in a lock or a spin: give up on them.
-					m.Stuck = true
-					if m.HangDump == "" {
-						m.HangDump = allStacks()
-					}
-					return
-				}
-				continue
-			}
-			if m.cfg.HangTimeout > 0 && now.Sub(lastChange) > m.cfg.HangTimeout {
-				m.HangDump = allStacks()
-				m.warn(nil, check.InvHang, -1, "", fmt.Sprintf("no epoch completed for %v of real time (epoch %d): CPUs stuck in a lock, a spin or a livelock", m.cfg.HangTimeout, last))
-			}
-		}
-	}
-}
-
-func allStacks() string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return string(buf[:n])
-		}
-		if len(buf) >= 64<<20 {
-			return string(buf[:n])
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
 
 // mutations are deliberate protocol mistakes that tests switch on to
 // prove the detectors catch them (see export_test.go). Never set outside

@@ -1,3 +1,6 @@
+// This file mirrors kernel/sched/rt.c: push_rt_tasks(), pull_rt_task(), with the full
+// series' chain-level pushability (find_exec_ctx, task_is_pushable).
+
 package cpu
 
 import (

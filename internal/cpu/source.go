@@ -1,3 +1,5 @@
+// This file is read-only views of the machine for metrics and reports.
+
 package cpu
 
 import (

@@ -1,3 +1,7 @@
+// This file mirrors kernel/sched/core.c: try_to_wake_up(), ttwu_runnable(), the wake list
+// (ttwu_queue_wakelist, sched_ttwu_pending), ttwu_do_activate(),
+// select_task_rq(), task_rq_lock().
+
 package cpu
 
 import (

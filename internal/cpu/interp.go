@@ -1,3 +1,7 @@
+// This file is the task interpreter: what a task does when it runs (compute, sleep,
+// mutex_lock/unlock, yield, exit). It plays the kernel's callers of
+// mutex_lock() and schedule(), not a kernel file.
+
 package cpu
 
 import (
@@ -54,15 +58,7 @@ func (cp *CPU) step(p *task.Task) {
 		if d := cp.nextTimer() - c.Now; d > 0 && d < budget {
 			budget = d
 		}
-		if cd := m.cond; cd != nil && cd.TimeOrdered() {
-			// Discrete-event order: never run ahead of the CPU with the
-			// smallest clock by more than a quantum (10us), so that its
-			// IPIs and wakeups reach this CPU close to their virtual time.
-			const quantum = 10_000
-			if d := cd.MinOtherClock(cp.id) + quantum - c.Now; d < budget {
-				budget = max(d, quantum)
-			}
-		}
+		budget = m.runner.stepBudget(cp.id, c.Now, budget)
 		if budget < 1 {
 			budget = 1
 		}

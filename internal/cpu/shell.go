@@ -1,3 +1,7 @@
+// This file is the goroutine shell of a CPU: its loop, IPIs (smp_send_reschedule,
+// the wake-list and balance kicks, the stopper), its virtual clock. No
+// kernel file: this is the hardware and the idle loop.
+
 package cpu
 
 import (
@@ -60,12 +64,6 @@ type CPU struct {
 	stopWork []*task.Task
 }
 
-type timer struct {
-	when int64
-	id   uint64
-	p    *task.Task
-}
-
 func (cp *CPU) pending() bool {
 	return cp.ipi.Load() != 0 || cp.wakeList.Load() != nil
 }
@@ -87,16 +85,10 @@ func (m *Machine) sendIPI(c *percpu.Ctx, target int, kind uint32) {
 		c.Emit(trace.EvIPI, 0, int32(target), int32(kind), 0)
 	}
 	m.bar.wake(target)
-	if cd := m.cond; cd != nil {
-		if c != nil {
-			cd.Yield(c.ID, false) // sending an IPI is a yield point
-		}
-		return
+	if c != nil {
+		m.runner.yield(c.ID) // sending an IPI is a yield point
 	}
-	select {
-	case t.kick <- struct{}{}:
-	default:
-	}
+	m.runner.kick(t)
 }
 
 // kickResched is the rq's resched IPI.
@@ -120,13 +112,11 @@ func (cp *CPU) advance(d int64) {
 func (cp *CPU) run() {
 	defer cp.m.wg.Done()
 	m := cp.m
-	if cd := m.cond; cd != nil {
-		cd.Enter(cp.id)
-		// Deferred before the recover handler so that it runs after it:
-		// a panicking CPU records its violation while it still holds the
-		// conductor's turn, before any other CPU can add an event.
-		defer cd.Exit(cp.id)
-	}
+	m.runner.enter(cp.id)
+	// Deferred before the recover handler so that it runs after it: a
+	// panicking CPU records its violation while it still holds the
+	// conductor's turn, before any other CPU can add an event.
+	defer m.runner.exit(cp.id)
 	defer func() {
 		if e := recover(); e != nil {
 			cp.m.Report(cp.c, check.InvInternal, cp.rq.Curr(), fmt.Sprintf("panic: %v\n%s", e, debug.Stack()))
@@ -139,9 +129,7 @@ func (cp *CPU) run() {
 		}
 		h := m.bar.horizon.Load()
 		idle := cp.iterate(h)
-		if cd := m.cond; cd != nil {
-			cd.Yield(cp.id, false) // the end of a slice of work is a yield point
-		}
+		m.runner.yield(cp.id) // the end of a slice of work is a yield point
 		if idle {
 			if !m.bar.arrive(cp) {
 				return
@@ -195,14 +183,6 @@ func (cp *CPU) iterate(horizon int64) bool {
 	return c.Now >= horizon
 }
 
-// resyncTick moves the next tick after an idle period (NOHZ).
-func (cp *CPU) resyncTick() {
-	t := cp.m.cfg.Tick
-	if cp.nextTick <= cp.c.Now {
-		cp.nextTick = (cp.c.Now/t + 1) * t
-	}
-}
-
 // handleIPIs takes the pending interrupts.
 func (cp *CPU) handleIPIs() {
 	kinds := cp.ipi.Swap(0)
@@ -221,112 +201,4 @@ func (cp *CPU) handleIPIs() {
 	if kinds&ipiBalance != 0 && cp.rq.Curr() == cp.rq.Idle {
 		cp.idleBalance()
 	}
-}
-
-// armTimer queues a wakeup of p at virtual time when.
-func (cp *CPU) armTimer(p *task.Task, when int64) uint64 {
-	c := cp.c
-	cp.timerLock.Lock(c.CPU)
-	cp.timerID++
-	id := cp.timerID
-	cp.timers = append(cp.timers, timer{when: when, id: id, p: p})
-	// keep sorted by (when, id): lists are short
-	for i := len(cp.timers) - 1; i > 0; i-- {
-		a, b := cp.timers[i-1], cp.timers[i]
-		if a.when < b.when || (a.when == b.when && a.id < b.id) {
-			break
-		}
-		cp.timers[i-1], cp.timers[i] = b, a
-	}
-	cp.timerLock.Unlock(c.CPU)
-	return id
-}
-
-// cancelTimer removes timer id from CPU owner's list, from CPU c.
-func (m *Machine) cancelTimer(c *percpu.Ctx, owner int, id uint64) {
-	t := m.cpus[owner]
-	t.timerLock.Lock(c.CPU)
-	for i, tm := range t.timers {
-		if tm.id == id {
-			t.timers = append(t.timers[:i], t.timers[i+1:]...)
-			break
-		}
-	}
-	t.timerLock.Unlock(c.CPU)
-}
-
-func (cp *CPU) nextTimer() int64 {
-	c := cp.c
-	cp.timerLock.Lock(c.CPU)
-	next := int64(1<<62 - 1)
-	if len(cp.timers) > 0 {
-		next = cp.timers[0].when
-	}
-	cp.timerLock.Unlock(c.CPU)
-	return next
-}
-
-// fireTimers runs expired timers: each wakes its task (hrtimer_wakeup).
-func (cp *CPU) fireTimers() {
-	c := cp.c
-	for {
-		cp.timerLock.Lock(c.CPU)
-		if len(cp.timers) == 0 || cp.timers[0].when > c.Now {
-			cp.timerLock.Unlock(c.CPU)
-			return
-		}
-		tm := cp.timers[0]
-		cp.timers = cp.timers[1:]
-		cp.timerLock.Unlock(c.CPU)
-		cp.m.tryToWakeUp(c, tm.p, task.WakeInterruptible)
-	}
-}
-
-// tick is scheduler_tick() on this CPU.
-func (cp *CPU) tick() {
-	c, r, m := cp.c, cp.rq, cp.m
-	cp.nextTick += m.cfg.Tick
-	if cp.nextTick <= c.Now {
-		cp.nextTick = (c.Now/m.cfg.Tick + 1) * m.cfg.Tick
-	}
-	c.Inc(stats.Ticks)
-	r.Lock(c)
-	if r.Tick(c) {
-		c.Inc(stats.Preemptions)
-	}
-	nr := r.NrRunning()
-	r.Unlock(c)
-	if c.Now-cp.lastBalance >= m.cfg.Balance {
-		cp.lastBalance = c.Now
-		cp.periodicBalance(nr)
-	}
-	if m.cfg.ShuffleEvery > 0 {
-		// One shuffle per ShuffleEvery of busy (ticking) virtual time.
-		cp.shuffleTicks++
-		if k := max(m.cfg.ShuffleEvery/m.cfg.Tick, 1); cp.shuffleTicks >= k {
-			cp.shuffleTicks = 0
-			cp.shuffle()
-		}
-	}
-}
-
-// shuffle moves one random task's affinity mask around (stress
-// --shuffle-interval): a window of one to four CPUs, or all of them.
-func (cp *CPU) shuffle() {
-	c, m := cp.c, cp.m
-	if len(m.tasks) < 2 {
-		return
-	}
-	p := m.tasks[1+c.Rand.IntN(len(m.tasks)-1)]
-	n := len(m.cpus)
-	mask := task.MaskAll(n)
-	if w := 1 + c.Rand.IntN(5); w <= 4 && w < n {
-		mask = task.Mask{}
-		start := c.Rand.IntN(n)
-		for i := 0; i < w; i++ {
-			mask.Set((start + i) % n)
-		}
-	}
-	c.Inc(stats.AffinityShuffles)
-	m.setCPUsAllowed(c, p, mask)
 }

@@ -1,0 +1,66 @@
+// This file mirrors kernel/sched/core.c sched_tick() and the NOHZ tick resync, plus the
+// stress affinity shuffler that rides on the tick.
+
+package cpu
+
+import (
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+)
+
+// resyncTick moves the next tick after an idle period (NOHZ).
+func (cp *CPU) resyncTick() {
+	t := cp.m.cfg.Tick
+	if cp.nextTick <= cp.c.Now {
+		cp.nextTick = (cp.c.Now/t + 1) * t
+	}
+}
+
+// tick is scheduler_tick() on this CPU.
+func (cp *CPU) tick() {
+	c, r, m := cp.c, cp.rq, cp.m
+	cp.nextTick += m.cfg.Tick
+	if cp.nextTick <= c.Now {
+		cp.nextTick = (c.Now/m.cfg.Tick + 1) * m.cfg.Tick
+	}
+	c.Inc(stats.Ticks)
+	r.Lock(c)
+	if r.Tick(c) {
+		c.Inc(stats.Preemptions)
+	}
+	nr := r.NrRunning()
+	r.Unlock(c)
+	if c.Now-cp.lastBalance >= m.cfg.Balance {
+		cp.lastBalance = c.Now
+		cp.periodicBalance(nr)
+	}
+	if m.cfg.ShuffleEvery > 0 {
+		// One shuffle per ShuffleEvery of busy (ticking) virtual time.
+		cp.shuffleTicks++
+		if k := max(m.cfg.ShuffleEvery/m.cfg.Tick, 1); cp.shuffleTicks >= k {
+			cp.shuffleTicks = 0
+			cp.shuffle()
+		}
+	}
+}
+
+// shuffle moves one random task's affinity mask around (stress
+// --shuffle-interval): a window of one to four CPUs, or all of them.
+func (cp *CPU) shuffle() {
+	c, m := cp.c, cp.m
+	if len(m.tasks) < 2 {
+		return
+	}
+	p := m.tasks[1+c.Rand.IntN(len(m.tasks)-1)]
+	n := len(m.cpus)
+	mask := task.MaskAll(n)
+	if w := 1 + c.Rand.IntN(5); w <= 4 && w < n {
+		mask = task.Mask{}
+		start := c.Rand.IntN(n)
+		for i := 0; i < w; i++ {
+			mask.Set((start + i) % n)
+		}
+	}
+	c.Inc(stats.AffinityShuffles)
+	m.setCPUsAllowed(c, p, mask)
+}

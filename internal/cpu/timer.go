@@ -1,0 +1,73 @@
+// This file mirrors kernel/time/hrtimer.c in miniature: per-CPU sleep timers.
+
+package cpu
+
+import (
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/task"
+)
+
+type timer struct {
+	when int64
+	id   uint64
+	p    *task.Task
+}
+
+// armTimer queues a wakeup of p at virtual time when.
+func (cp *CPU) armTimer(p *task.Task, when int64) uint64 {
+	c := cp.c
+	cp.timerLock.Lock(c.CPU)
+	cp.timerID++
+	id := cp.timerID
+	cp.timers = append(cp.timers, timer{when: when, id: id, p: p})
+	// keep sorted by (when, id): lists are short
+	for i := len(cp.timers) - 1; i > 0; i-- {
+		a, b := cp.timers[i-1], cp.timers[i]
+		if a.when < b.when || (a.when == b.when && a.id < b.id) {
+			break
+		}
+		cp.timers[i-1], cp.timers[i] = b, a
+	}
+	cp.timerLock.Unlock(c.CPU)
+	return id
+}
+
+// cancelTimer removes timer id from CPU owner's list, from CPU c.
+func (m *Machine) cancelTimer(c *percpu.Ctx, owner int, id uint64) {
+	t := m.cpus[owner]
+	t.timerLock.Lock(c.CPU)
+	for i, tm := range t.timers {
+		if tm.id == id {
+			t.timers = append(t.timers[:i], t.timers[i+1:]...)
+			break
+		}
+	}
+	t.timerLock.Unlock(c.CPU)
+}
+
+func (cp *CPU) nextTimer() int64 {
+	c := cp.c
+	cp.timerLock.Lock(c.CPU)
+	next := int64(1<<62 - 1)
+	if len(cp.timers) > 0 {
+		next = cp.timers[0].when
+	}
+	cp.timerLock.Unlock(c.CPU)
+	return next
+}
+
+// fireTimers runs expired timers: each wakes its task (hrtimer_wakeup).
+func (cp *CPU) fireTimers() {
+	c := cp.c
+	for {
+		cp.timerLock.Lock(c.CPU)
+		if len(cp.timers) == 0 || cp.timers[0].when > c.Now {
+			cp.timerLock.Unlock(c.CPU)
+			return
+		}
+		tm := cp.timers[0]
+		cp.timers = cp.timers[1:]
+		cp.timerLock.Unlock(c.CPU)
+		cp.m.tryToWakeUp(c, tm.p, task.WakeInterruptible)
+	}
+}
