@@ -18,7 +18,7 @@ import (
 const bugsUsage = `Usage: proxysim bugs [--json] [--hunt [--seeds N] [--budget D] [--only NAME]]
 
 Lists the catalogue of real proxy-execution bugs that proxysim can switch
-back on with --bug NAME (see proxy-exec-protocol notes, section 6).
+back on with --bug NAME (docs/protocol.md describes each).
 
 Flags:
 `

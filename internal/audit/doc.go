@@ -1,5 +1,5 @@
 // Package audit is proxysim's stop-the-world check of the global
-// invariants (proxy-exec-protocol.md section 5), run with every CPU
+// invariants (package check lists them), run with every CPU
 // parked at an epoch barrier, so it reads without locks: each task in
 // exactly one place, counts agree, blocked_on chains agree with mutex wait
 // lists and are acyclic, sleeping-owner lists agree with on_rq, no

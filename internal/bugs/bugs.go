@@ -29,7 +29,8 @@ func (s Set) Names() []string {
 	return out
 }
 
-// The bugs. Numbers in comments are section 6 of the protocol notes.
+// The bugs. Number is the bug's number in the list of known races of the
+// series that this project started from (kept for cross-reference).
 const (
 	LateActivationOnCPU   ID = iota // 1
 	SkippedWaking                   // 2
@@ -52,7 +53,7 @@ const (
 // Bug is one catalogue entry.
 type Bug struct {
 	ID          ID     `json:"-"`
-	Number      int    `json:"number"` // in section 6 of the protocol notes
+	Number      int    `json:"number"` // in the list of known races the project started from
 	Name        string `json:"name"`
 	FixedIn     string `json:"fixed_in"`
 	Description string `json:"description"`

@@ -1,5 +1,5 @@
 // Package bugs is the catalogue of real proxy-execution bugs
-// (proxy-exec-protocol.md section 6) that proxysim can switch back on.
+// (the races found in the series' history) that proxysim can switch back on.
 //
 // Each bug is a guarded branch at the very place where its fix lives, so
 // the code shows both sides:

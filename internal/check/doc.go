@@ -1,5 +1,5 @@
 // Package check is the leaf package of proxysim's invariants
-// (proxy-exec-protocol.md section 5 plus proxysim's own): their ids and
+// (the protocol's checkable invariants plus proxysim's own): their ids and
 // names, the Violation record and the Reporter that collects them. It
 // imports nothing of the model, so that every layer can report: the
 // runqueue and the mutex report their inline checks (the kernel's

@@ -6,7 +6,8 @@ import (
 )
 
 // Invariant identifies a checked property. Numbers 1..22 are those of
-// section 5 of the protocol notes; larger ones are proxysim's own.
+// the protocol's checkable invariants (this list is their reference);
+// larger ones are proxysim's own.
 type Invariant int
 
 const (
@@ -29,7 +30,7 @@ const (
 	InvBalanceCallbacks  Invariant = 17 // balance callbacks empty at pick_again and at lock drops
 	InvFPTNoWait         Invariant = 18 // find_proxy_task never waits for ttwu holding the rq lock
 	InvRuntime           Invariant = 20 // sum of exec runtime == sum of CPU busy time
-	InvLockOrder         Invariant = 21 // lock order of section 2 holds on every path
+	InvLockOrder         Invariant = 21 // lock order pi_lock -> rq->lock -> wait_lock -> blocked_lock holds
 	InvCounts            Invariant = 22 // nr_running and friends agree and never go negative
 	InvProgress          Invariant = 30 // every runnable task makes progress within a bound
 	InvRunningNotBlocked Invariant = 31 // TASK_RUNNING implies not mutex-blocked (Peter Zijlstra's rule)

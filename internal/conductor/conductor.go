@@ -251,46 +251,44 @@ func (c *Conductor) pickLocked() int {
 		}
 		return -1
 	}
-	for pass := 0; pass < 1; pass++ {
-		best := -1
-		var bestKey int64
-		cands := 0
-		for i := 0; i < n; i++ {
-			if c.state[i] != runnable || (pass == 0 && c.spinning[i]) {
-				continue
+	best := -1
+	var bestKey int64
+	cands := 0
+	for i := 0; i < n; i++ {
+		if c.state[i] != runnable || c.spinning[i] {
+			continue
+		}
+		cands++
+		var key int64
+		switch c.strat.Kind {
+		case "time":
+			if c.clock != nil {
+				key = c.clock(i)
 			}
-			cands++
-			var key int64
-			switch c.strat.Kind {
-			case "time":
-				if c.clock != nil {
-					key = c.clock(i)
+		case "pct":
+			key = -int64(c.prio[i])
+		}
+		if c.strat.Kind == "random" {
+			// reservoir: uniform among candidates
+			if c.rng.IntN(cands) == 0 {
+				best = i
+			}
+			continue
+		}
+		if best < 0 || key < bestKey {
+			best, bestKey = i, key
+		}
+	}
+	if best >= 0 {
+		if c.strat.Kind == "pct" {
+			for _, cp := range c.changes {
+				if cp == c.steps {
+					c.prio[best] = c.lowest
+					c.lowest--
 				}
-			case "pct":
-				key = -int64(c.prio[i])
-			}
-			if c.strat.Kind == "random" {
-				// reservoir: uniform among candidates
-				if c.rng.IntN(cands) == 0 {
-					best = i
-				}
-				continue
-			}
-			if best < 0 || key < bestKey {
-				best, bestKey = i, key
 			}
 		}
-		if best >= 0 {
-			if c.strat.Kind == "pct" {
-				for _, cp := range c.changes {
-					if cp == c.steps {
-						c.prio[best] = c.lowest
-						c.lowest--
-					}
-				}
-			}
-			return best
-		}
+		return best
 	}
 	return -1
 }

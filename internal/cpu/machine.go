@@ -187,9 +187,6 @@ func (m *Machine) Mutexes() []*mutex.Mutex { return m.mutexes }
 // SleepingOwners implements proxy.Machine.
 func (m *Machine) SleepingOwners() bool { return m.cfg.SleepingOwners }
 
-// CPUCtx returns a CPU's context (tests; setup before Start).
-func (m *Machine) CPUCtx(cpu int) *percpu.Ctx { return m.cpus[cpu].c }
-
 // Now returns a CPU's virtual clock (only when the machine is stopped or
 // from that CPU).
 func (m *Machine) Now(cpu int) int64 { return m.cpus[cpu].c.Now }
@@ -302,13 +299,6 @@ func (m *Machine) warn(c *percpu.Ctx, inv check.Invariant, id int, name, msg str
 	m.Rep.Report(v)
 }
 
-func taskID(p *task.Task) int32 {
-	if p == nil {
-		return 0
-	}
-	return int32(p.ID)
-}
-
 // Run starts the CPU goroutines and waits until the machine stops: its
 // sim time is reached, Stop is called, the wall-clock limit passes, or a
 // violation is reported.
@@ -359,11 +349,3 @@ func (m *Machine) DetectedAfter() time.Duration {
 
 // WallTime is how long Run took.
 func (m *Machine) WallTime() time.Duration { return m.wallEnd.Sub(m.wallStart) }
-
-// mutations are deliberate protocol mistakes that tests switch on to
-// prove the detectors catch them (see export_test.go). Never set outside
-// tests.
-var mutations struct {
-	selectIgnoresMask     bool // select_task_rq ignores the affinity mask
-	unlockedRemoteEnqueue bool // ttwu enqueues on a remote runqueue without its lock
-}

@@ -12,7 +12,7 @@ import (
 	"github.com/proxysim/proxysim/internal/trace"
 )
 
-// RT push and pull (kernel/sched/rt.c), proxy-aware (section 4.10):
+// RT push and pull (kernel/sched/rt.c), proxy-aware (the full series' chain-level balancing):
 // never pushed or pulled are the running task, the donor, anything
 // on_cpu, and (as a single task) a mutex-blocked donor; with proxy
 // execution on, a blocked donor's whole queued chain may move when its

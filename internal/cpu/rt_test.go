@@ -8,7 +8,7 @@ import (
 	"github.com/proxysim/proxysim/internal/task"
 )
 
-// Chain-level RT push (task_is_pushable / find_exec_ctx, section 4.10):
+// Chain-level RT push (task_is_pushable / find_exec_ctx):
 // RT donor D, blocked on a mutex held by fair owner O, waits on cpu0 behind
 // RT hog X. When X's pick leaves D waiting, push_rt_tasks moves D together
 // with its queued owner O to a CPU where O (the execution context) may run

@@ -248,10 +248,7 @@ func (m *Machine) queueWakeList(c *percpu.Ctx, p *task.Task, target int) {
 // Returns true if it went through the wake list.
 func (m *Machine) ttwuQueue(c *percpu.Ctx, p *task.Task, cpu int) bool {
 	r := m.rqs[cpu]
-	if mutations.unlockedRemoteEnqueue && cpu != c.ID {
-		// Test-only mutant: enqueue on a remote runqueue without its lock.
-		r.MutantEnqueueWithoutLock(c, p)
-		p.SetState(task.Running)
+	if mutantUnlockedEnqueue(c, r, p) {
 		return false
 	}
 	if cpu != c.ID && r.IsIdle() && (!p.Migrating() || c.Bug(bugs.WakelistMigrating)) {
@@ -341,13 +338,8 @@ func (cp *CPU) ttwuPending() {
 // lower priority, else the least loaded allowed CPU; never outside the
 // mask.
 func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
-	if mutations.selectIgnoresMask {
-		// Test-only mutant: pick any idle CPU, mask or not.
-		for i := 0; i < len(m.rqs); i++ {
-			if cpu := (p.WakeCPU + 1 + i) % len(m.rqs); m.rqs[cpu].IsIdle() {
-				return cpu
-			}
-		}
+	if cpu, ok := mutantSelectIgnoresMask(m, p); ok {
+		return cpu
 	}
 	prev := p.WakeCPU
 	mask := &p.CPUsMask

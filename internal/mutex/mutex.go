@@ -50,9 +50,6 @@ func (m *Mutex) String() string { return fmt.Sprintf("%s/m%d", m.name, m.id) }
 // WaitLock returns the wait_lock.
 func (m *Mutex) WaitLock() *spinlock.Lock { return &m.waitLock }
 
-// OwnerWord returns the raw owner word.
-func (m *Mutex) OwnerWord() uint64 { return m.owner.Load() }
-
 // OwnerTask is __mutex_owner(): the owner task read without lock, or nil.
 func (m *Mutex) OwnerTask() *task.Task {
 	id := m.owner.Load() >> 3

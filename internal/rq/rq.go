@@ -202,9 +202,6 @@ func (r *RQ) Tasks() []*task.Task {
 	return append(out, r.fair...)
 }
 
-// QueuedCount returns the number of tasks in the class queues.
-func (r *RQ) QueuedCount() int { return len(r.rt) + len(r.fair) }
-
 // Enqueue puts p into its class queue (enqueue_task). The rq lock must be
 // held; p.on_rq is the caller's business (ActivateTask does both).
 func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
@@ -313,25 +310,6 @@ func (r *RQ) ActivateTask(c *percpu.Ctx, p *task.Task, flags int) {
 	p.SetOnRQ(task.OnRQQueued)
 }
 
-// MutantEnqueueWithoutLock is a deliberate mistake for tests: activate_task
-// on a runqueue whose lock is not held. Only the race detector can catch
-// it, which is what the test proves.
-func (r *RQ) MutantEnqueueWithoutLock(c *percpu.Ctx, p *task.Task) {
-	se := &p.SE
-	r.seq++
-	se.QueueSeq = r.seq
-	se.Queued = true
-	se.QueueCPU = r.CPU
-	if se.Policy.RT() {
-		r.rt = append(r.rt, p)
-	} else {
-		se.Vruntime = r.minVruntime
-		r.fair = append(r.fair, p)
-	}
-	r.nrRunning.Add(1)
-	p.SetOnRQ(task.OnRQQueued)
-}
-
 // DeactivateTask is deactivate_task() / block_task(). A move
 // (DequeueMigrating) marks on_rq MIGRATING first, so that lockless
 // observers see "moving" while the mover still owns the task. A sleep
@@ -404,7 +382,7 @@ func (r *RQ) PickBest(ok func(*task.Task) bool) *task.Task {
 	return nil
 }
 
-// UpdateCurr is update_curr() for the proxy split (section 4.9): the time
+// UpdateCurr is update_curr() for the proxy split (6.17 update_se): the time
 // since the last update is execution time of rq.curr and class time
 // (vruntime, RT slice) of rq.donor. Only the owning CPU calls it.
 func (r *RQ) UpdateCurr(c *percpu.Ctx) {
@@ -640,6 +618,3 @@ func (r *RQ) PeekDonor() *task.Task { return r.donor }
 
 // PeekExecStart returns when curr/donor were last charged (audits).
 func (r *RQ) PeekExecStart() int64 { return r.execStart }
-
-// MinVruntime returns min_vruntime (reports, tests).
-func (r *RQ) MinVruntime() int64 { return r.minVruntime }

@@ -7,7 +7,8 @@ import (
 )
 
 // rank is the documented acquisition order (outer first) of
-// proxy-protocol.md section 2. Leaves rank above everything.
+// the proxy-execution series (pi_lock -> rq->lock -> wait_lock ->
+// blocked_lock). Leaves rank above everything.
 var rank = [NumClasses]int{ClassPiLock: 0, ClassRQ: 1, ClassWaitLock: 2, ClassBlockedLock: 3, ClassTimer: 9, ClassOther: 9}
 
 // Inversion is one lock-order violation.

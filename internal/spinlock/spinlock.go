@@ -213,21 +213,6 @@ func spinBucket(spins uint64) int {
 	return b
 }
 
-// TryLock takes l if it is free.
-func (l *Lock) TryLock(c *CPU) bool {
-	if c.Dep != nil {
-		c.Dep.check(c, l, false)
-	}
-	if !l.mu.TryLock() {
-		return false
-	}
-	c.Acquisitions.Add(1)
-	l.holder.Store(int32(c.ID) + 1)
-	c.held[c.nHeld] = l
-	c.nHeld++
-	return true
-}
-
 // Unlock releases l, which CPU c must hold.
 func (l *Lock) Unlock(c *CPU) {
 	if l.holder.Load() != int32(c.ID)+1 {
@@ -253,6 +238,3 @@ func (l *Lock) AssertHeld(c *CPU) {
 		panic(fmt.Sprintf("spinlock: %s#%d must be held by cpu %d (holder %d)", l.class, l.sub, c.ID, l.Holder()))
 	}
 }
-
-// IsHeldBy reports whether CPU c holds l.
-func (l *Lock) IsHeldBy(c *CPU) bool { return l.holder.Load() == int32(c.ID)+1 }

@@ -116,15 +116,6 @@ func Sum(cpus []*CPU, k Counter) uint64 {
 	return t
 }
 
-// HistUpper is the exclusive upper bound of CPU histogram bucket b
-// (math.Inf for the last).
-func HistUpper(b int) float64 {
-	if b >= HistBuckets-1 {
-		return math.Inf(1)
-	}
-	return float64(uint64(1) << b)
-}
-
 // Hist is a log-linear latency histogram (8 sub-buckets per power of two,
 // about 6% relative error) with exact max and count. Not safe for
 // concurrent use: each belongs to one task and is written by whoever owns

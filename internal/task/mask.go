@@ -32,7 +32,6 @@ func MaskOf(cpus ...int) Mask {
 }
 
 func (m *Mask) Set(cpu int)      { m[cpu>>6] |= 1 << (cpu & 63) }
-func (m *Mask) Clear(cpu int)    { m[cpu>>6] &^= 1 << (cpu & 63) }
 func (m *Mask) Has(cpu int) bool { return cpu >= 0 && cpu < MaxCPUs && m[cpu>>6]&(1<<(cpu&63)) != 0 }
 
 // Weight is cpumask_weight.

@@ -20,7 +20,7 @@ const (
 	EvUnlock                   // Task, A=mutex, B=next owner (0: none)
 	EvHandoff                  // Task=new owner, A=mutex, B=1 if donor hand-off
 	EvBlock                    // Task, A=state
-	EvDonorKeep                // Task kept queued as a donor, A=mutex
+	EvDonorKeep                // Task kept queued as a donor
 	EvProxyPick                // Task=owner run, A=donor, B=chain length
 	EvReschedIdle              // A=donor
 	EvParkOnOwner              // Task=parked waiter, A=owner
@@ -29,7 +29,7 @@ const (
 	EvIPI                      // Task unused, A=target cpu, B=kind
 	EvTick                     // Task=curr, A=donor
 	EvPreempt                  // Task=curr, A=by
-	EvSleep                    // Task, A=until
+	EvSleep                    // Task, A=duration in us
 	EvExit                     // Task
 	EvViolation                // A=invariant number
 	EvAffinity                 // Task, A=first cpu of new mask
@@ -139,9 +139,6 @@ type Ring struct {
 	ev   []Event
 	mask uint64
 	n    uint64 // events written
-	// Hook, if set, sees every event as it is recorded (determinism
-	// hashing, live streaming). Called on the recording CPU.
-	Hook func(*Event)
 }
 
 // Emit records an event.
@@ -156,9 +153,6 @@ func (r *Ring) Emit(now int64, k Kind, task, a, b, c int32) {
 	r.n++
 	if r.log.hashOn {
 		r.log.mix(e)
-	}
-	if r.Hook != nil {
-		r.Hook(e)
 	}
 }
 

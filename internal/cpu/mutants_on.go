@@ -1,0 +1,40 @@
+//go:build mutants
+
+package cpu
+
+import (
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/task"
+)
+
+// mutations are deliberate protocol mistakes that the detector tests
+// switch on (mutation_test.go) to prove the detectors catch them. They
+// exist only in binaries built with -tags mutants.
+var mutations struct {
+	selectIgnoresMask     bool // select_task_rq ignores the affinity mask
+	unlockedRemoteEnqueue bool // ttwu enqueues on a remote runqueue without its lock
+}
+
+// mutantUnlockedEnqueue: enqueue on a remote runqueue without its lock.
+func mutantUnlockedEnqueue(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
+	if !mutations.unlockedRemoteEnqueue || r.CPU == c.ID {
+		return false
+	}
+	r.MutantEnqueueWithoutLock(c, p)
+	p.SetState(task.Running)
+	return true
+}
+
+// mutantSelectIgnoresMask: pick any idle CPU, mask or not.
+func mutantSelectIgnoresMask(m *Machine, p *task.Task) (int, bool) {
+	if !mutations.selectIgnoresMask {
+		return 0, false
+	}
+	for i := 0; i < len(m.rqs); i++ {
+		if cpu := (p.WakeCPU + 1 + i) % len(m.rqs); m.rqs[cpu].IsIdle() {
+			return cpu, true
+		}
+	}
+	return 0, false
+}
