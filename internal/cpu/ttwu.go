@@ -171,6 +171,7 @@ func (m *Machine) maybeActivateWaiters(c *percpu.Ctx, p *task.Task) {
 // taskRQLock is __task_rq_lock(): lock the rq p is on, waiting while p is
 // MIGRATING. The caller holds p.PiLock.
 func (m *Machine) taskRQLock(c *percpu.Ctx, p *task.Task) *rq.RQ {
+	p.PiLock.AssertHeld(c.CPU)
 	for {
 		r := m.rqs[p.CPU()]
 		r.Lock(c)
@@ -338,6 +339,7 @@ func (cp *CPU) ttwuPending() {
 // lower priority, else the least loaded allowed CPU; never outside the
 // mask.
 func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
+	p.PiLock.AssertHeld(c.CPU)
 	if cpu, ok := mutantSelectIgnoresMask(m, p); ok {
 		return cpu
 	}

@@ -482,6 +482,7 @@ func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
 // UnlinkSleepingOwner takes p, which is being woken (its pi_lock is held,
 // it is off every runqueue), off the list of the owner it is parked on.
 func UnlinkSleepingOwner(c *percpu.Ctx, p *task.Task) {
+	p.PiLock.AssertHeld(c.CPU)
 	so := p.SleepingOwner.Load()
 	if so == nil {
 		return
