@@ -42,20 +42,37 @@ func (cp *CPU) pullFrom(src *rq.RQ) *task.Task {
 	return t
 }
 
-// findBusiest scans up to 64 CPUs (a sched domain's worth) for the
-// runqueue with the most queued tasks, at least min.
-func (cp *CPU) findBusiest(min int) *rq.RQ {
-	m := cp.m
-	n := len(m.rqs)
-	span := n
-	if span > 64 {
-		span = 64
+// spans returns the CPU spans cpu balances and places over, smallest
+// first: its scheduling domains (SMT, LLC, PKG, machine; degenerate levels
+// dropped), then the whole machine if no domain covers it.
+func (m *Machine) spans(cpu int) [][]int {
+	ds := m.topo.Domains(cpu)
+	out := make([][]int, 0, len(ds)+1)
+	for _, d := range ds {
+		out = append(out, d.CPUs)
 	}
-	start := cp.id + 1 + int(cp.c.Rand.IntN(n))
+	if len(out) == 0 || len(out[len(out)-1]) < len(m.rqs) {
+		all := make([]int, len(m.rqs))
+		for i := range all {
+			all[i] = i
+		}
+		out = append(out, all)
+	}
+	return out
+}
+
+// findBusiest is find_busiest_queue() over one domain's span: the
+// runqueue other than ours with the most queued tasks, at least min. The
+// scan starts at a random place in the span so that CPUs of one domain do
+// not all pick the same victim.
+func (cp *CPU) findBusiest(span []int, min int) *rq.RQ {
+	m := cp.m
+	n := len(span)
+	start := int(cp.c.Rand.IntN(n))
 	var best *rq.RQ
 	bestN := min - 1
-	for i := 0; i < span; i++ {
-		o := m.rqs[(start+i)%n]
+	for i := 0; i < n; i++ {
+		o := m.rqs[span[(start+i)%n]]
 		if o == cp.rq {
 			continue
 		}
@@ -67,59 +84,82 @@ func (cp *CPU) findBusiest(min int) *rq.RQ {
 }
 
 // newidleBalance is sched_balance_newidle(): called from __schedule with
-// this rq locked and nothing to run. It drops the lock (prev stays curr
-// and on_cpu, so it is pinned), pulls one task from the busiest runqueue
-// under double_rq_lock, and retakes the lock. Returns true if it pulled.
+// this rq locked and nothing to run. It walks the domains from the
+// smallest (SMT, then the LLC, then the socket, then the machine) and
+// stops at the first that yields a task. For each candidate it drops the
+// lock (prev stays curr and on_cpu, so it is pinned), pulls one task from
+// the busiest runqueue under double_rq_lock, and keeps this rq's lock.
+// Returns true if it pulled or something arrived meanwhile.
 func (cp *CPU) newidleBalance() bool {
 	c, r := cp.c, cp.rq
-	busiest := cp.findBusiest(2)
-	if busiest == nil {
-		return false
+	for _, span := range cp.m.spans(cp.id) {
+		busiest := cp.findBusiest(span, 2)
+		if busiest == nil {
+			continue
+		}
+		r.Unlock(c)
+		rq.DoubleLock(c, r, busiest)
+		t := cp.pullFrom(busiest)
+		if t == nil {
+			// The busiest runqueue changed while our lock was dropped.
+			c.Inc(stats.LockJugglingRetries)
+		}
+		busiest.Unlock(c)
+		if t != nil || r.NrRunning() > 0 {
+			return true
+		}
 	}
-	r.Unlock(c)
-	rq.DoubleLock(c, r, busiest)
-	t := cp.pullFrom(busiest)
-	if t == nil {
-		// The busiest runqueue changed while our lock was dropped.
-		c.Inc(stats.LockJugglingRetries)
-	}
-	busiest.Unlock(c)
-	return t != nil || r.NrRunning() > 0
+	return false
 }
 
-// idleBalance pulls work into an idle CPU (kicked by a busy one).
+// idleBalance pulls work into an idle CPU (kicked by a busy one), from
+// the smallest domain that has a runqueue to pull from.
 func (cp *CPU) idleBalance() {
 	c, r := cp.c, cp.rq
-	busiest := cp.findBusiest(2)
-	if busiest == nil {
-		return
+	for _, span := range cp.m.spans(cp.id) {
+		busiest := cp.findBusiest(span, 2)
+		if busiest == nil {
+			continue
+		}
+		rq.DoubleLock(c, r, busiest)
+		t := cp.pullFrom(busiest)
+		rq.DoubleUnlock(c, r, busiest)
+		if t != nil {
+			r.SetNeedResched()
+			return
+		}
 	}
-	rq.DoubleLock(c, r, busiest)
-	if t := cp.pullFrom(busiest); t != nil {
-		r.SetNeedResched()
-	}
-	rq.DoubleUnlock(c, r, busiest)
 }
 
 // periodicBalance is the tick's sched_balance_trigger: pull from a
-// clearly busier CPU, or kick an idle CPU to pull from us (nohz).
+// clearly busier CPU of the smallest domain that has one, or kick an
+// idle CPU (the nearest first) to pull from us (nohz).
 func (cp *CPU) periodicBalance(nr int) {
 	c, r, m := cp.c, cp.rq, cp.m
-	if busiest := cp.findBusiest(nr + 2); busiest != nil {
+	spans := m.spans(cp.id)
+	for _, span := range spans {
+		busiest := cp.findBusiest(span, nr+2)
+		if busiest == nil {
+			continue
+		}
 		rq.DoubleLock(c, r, busiest)
 		if busiest.NrRunning() >= r.NrRunning()+2 {
 			cp.pullFrom(busiest)
 		}
 		rq.DoubleUnlock(c, r, busiest)
+		break
 	}
-	if nr >= 2 {
-		n := len(m.rqs)
+	if nr < 2 {
+		return
+	}
+	for _, span := range spans {
+		n := len(span)
 		start := int(c.Rand.IntN(n))
-		for i := 0; i < 16 && i < n; i++ {
-			o := m.rqs[(start+i)%n]
+		for i := 0; i < n; i++ {
+			o := m.rqs[span[(start+i)%n]]
 			if o != r && o.IsIdle() {
 				m.sendIPI(c, o.CPU, ipiBalance)
-				break
+				return
 			}
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/topology"
 	"github.com/proxysim/proxysim/internal/trace"
 )
 
@@ -144,6 +145,12 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 			cfg.Proxy = a.Vals[0] == "on"
 		case "sleeping-owners":
 			cfg.SleepingOwners = a.Vals[0] == "on"
+		case "topology":
+			tp, err := topology.Parse(a.Vals[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Topology = tp
 		case "bug":
 			s, err := bugs.Parse(a.Vals)
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/topology"
 	"github.com/proxysim/proxysim/internal/trace"
 )
 
@@ -46,6 +47,9 @@ type Config struct {
 	Hooks func(cpu int) spinlock.Hooks
 	// OnEpoch, if set, runs at every barrier with every CPU parked.
 	OnEpoch func(m *Machine, horizon int64)
+	// Topology is the machine's shape (sockets, LLCs, cores, threads);
+	// nil: topology.Default(CPUs).
+	Topology *topology.Topology
 	// Strategy, if set, runs the machine serially (deterministic mode):
 	// one CPU goroutine at a time, switching at every yield point, the
 	// next one chosen by this seeded strategy.
@@ -64,6 +68,7 @@ func DefaultConfig() Config {
 // Machine is the simulated computer.
 type Machine struct {
 	cfg     Config
+	topo    *topology.Topology
 	cpus    []*CPU
 	rqs     []*rq.RQ
 	tasks   []*task.Task // index = task id; tasks[0] is nil
@@ -101,7 +106,13 @@ func New(cfg Config) (*Machine, error) {
 	if cfg.Tick <= 0 || cfg.Epoch <= 0 || cfg.SimTime <= 0 {
 		return nil, fmt.Errorf("cpu: tick, epoch and sim time must be positive")
 	}
-	m := &Machine{cfg: cfg, tasks: []*task.Task{nil}, stopReq: make(chan struct{}, 1)}
+	if cfg.Topology == nil {
+		cfg.Topology = topology.Default(cfg.CPUs)
+	}
+	if n := cfg.Topology.NumCPUs(); n != cfg.CPUs {
+		return nil, fmt.Errorf("cpu: topology %s has %d CPUs, the machine %d", cfg.Topology, n, cfg.CPUs)
+	}
+	m := &Machine{cfg: cfg, topo: cfg.Topology, tasks: []*task.Task{nil}, stopReq: make(chan struct{}, 1)}
 	m.Log = trace.NewLog(cfg.CPUs, cfg.RingSize)
 	m.runner = parallelRunner{}
 	if cfg.Strategy != nil {
@@ -140,6 +151,7 @@ func New(cfg Config) (*Machine, error) {
 		idle.NrCPUsAllowed = 1
 		idle.SetOnCPU(true)
 		r := rq.New(i, idle)
+		r.SetLockOrder(m.topo.LockOrderKey(i))
 		r.RTO = &m.rto
 		st := &stats.CPU{}
 		lc := spinlock.NewCPU(i)
@@ -163,6 +175,9 @@ func New(cfg Config) (*Machine, error) {
 
 // Config returns the machine's configuration.
 func (m *Machine) Config() Config { return m.cfg }
+
+// Topology returns the machine's shape.
+func (m *Machine) Topology() *topology.Topology { return m.topo }
 
 // NumCPUs returns the number of CPUs.
 func (m *Machine) NumCPUs() int { return len(m.cpus) }

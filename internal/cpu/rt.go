@@ -139,6 +139,33 @@ func rtCandidates(r *rq.RQ) []*task.Task {
 	return out
 }
 
+// findLowestRQ is find_lowest_rq(): among the CPUs of mask other than
+// from whose current priority is lower than prio (cpupri's lowest_mask:
+// those at the lowest level found), the first in the smallest of from's
+// domains that holds one. -1 if none.
+func (m *Machine) findLowestRQ(from int, mask *task.Mask, prio int) int {
+	worst := prio
+	for cpu := mask.Next(0); cpu >= 0; cpu = mask.Next(cpu + 1) {
+		if cpu == from {
+			continue
+		}
+		if pr := m.rqs[cpu].CurrPrio(); pr > worst {
+			worst = pr
+		}
+	}
+	if worst == prio {
+		return -1
+	}
+	for _, span := range m.spans(from) {
+		for _, cpu := range span {
+			if cpu != from && mask.Has(cpu) && m.rqs[cpu].CurrPrio() == worst {
+				return cpu
+			}
+		}
+	}
+	return -1
+}
+
 // pushRTTasks is push_rt_tasks(), run as a balance callback with r
 // locked: move a waiting RT task (or chain) to a CPU running something of
 // lower priority.
@@ -147,23 +174,13 @@ func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
 		if p == r.Curr() || p == r.Donor(c) {
 			continue
 		}
-		// find_lowest_rq: an allowed CPU whose current priority is lower.
-		target, worst := -1, p.SE.Prio
+		// find_lowest_rq: the allowed CPUs running the lowest priority,
+		// the one in the closest domain first.
 		mask := p.CPUsMask
 		if exec, _ := findExecCtx(c, r, p); c.Proxy && exec != nil && exec != p {
 			mask = exec.CPUsMask // the execution context must be allowed there
 		}
-		for cpu := mask.Next(0); cpu >= 0; cpu = mask.Next(cpu + 1) {
-			if cpu == r.CPU {
-				continue
-			}
-			if pr := m.rqs[cpu].CurrPrio(); pr > worst {
-				target, worst = cpu, pr
-				if pr == task.IdlePrio {
-					break
-				}
-			}
-		}
+		target := m.findLowestRQ(r.CPU, &mask, p.SE.Prio)
 		if target < 0 {
 			continue
 		}
@@ -191,16 +208,15 @@ func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
 // task (or chain) from an RT-overloaded runqueue whose priority beats
 // ours.
 func (m *Machine) pullRTTask(c *percpu.Ctx, r *rq.RQ) {
+	// The root domain's rto_mask: every RT-overloaded runqueue.
 	n := len(m.rqs)
-	span := min(n, 64)
 	start := int(c.Rand.IntN(n))
-	for i := 0; i < span; i++ {
+	for i := 0; i < n; i++ {
 		src := m.rqs[(start+i)%n]
 		if src == r || src.NrRT() < 2 {
 			continue
 		}
-		r.Unlock(c)
-		rq.DoubleLock(c, r, src)
+		rq.DoubleLockBalance(c, r, src)
 		pulled := false
 		for _, p := range rtCandidates(src) {
 			if p.SE.Prio >= r.Donor(c).SE.Prio {
@@ -213,7 +229,7 @@ func (m *Machine) pullRTTask(c *percpu.Ctx, r *rq.RQ) {
 				break
 			}
 		}
-		src.Unlock(c)
+		rq.DoubleUnlockBalance(c, r, src)
 		if pulled {
 			r.SetNeedResched()
 			return

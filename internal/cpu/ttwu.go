@@ -334,10 +334,12 @@ func (cp *CPU) ttwuPending() {
 }
 
 // selectTaskRQ is select_task_rq(): p's pi_lock is held and p is off
-// every runqueue. The previous (home) CPU if it is idle, else an idle
-// allowed CPU, else, for an RT task, an allowed CPU running something of
-// lower priority, else the least loaded allowed CPU; never outside the
-// mask.
+// every runqueue. The previous (home) CPU if it is idle; else, walking
+// prev's domains from the smallest (select_idle_sibling looks in the LLC;
+// find_lowest_rq prefers the closest domain), an idle allowed CPU, or for
+// an RT task an allowed CPU running something of lower priority; a fair
+// task stays within the LLC (the least loaded allowed CPU there) if it
+// may run in it. Never outside the mask.
 func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 	p.PiLock.AssertHeld(c.CPU)
 	if cpu, ok := mutantSelectIgnoresMask(m, p); ok {
@@ -354,36 +356,50 @@ func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 	rt := p.SE.Policy.RT()
 	prio := p.SE.Prio
 	best, bestScore := -1, int(^uint(0)>>1)
-	cpu := mask.Next(prev)
-	if cpu < 0 {
-		cpu = mask.Next(0)
+	llcSize := len(m.topo.LLCSpan(prev))
+	for _, span := range m.spans(prev) {
+		n := len(span)
+		// start after prev in the span, so that wakers spread
+		start := 0
+		for k, cpu := range span {
+			if cpu == prev {
+				start = k + 1
+				break
+			}
+		}
+		for i := 0; i < n; i++ {
+			cpu := span[(start+i)%n]
+			if !mask.Has(cpu) {
+				continue
+			}
+			o := m.rqs[cpu]
+			var score int
+			switch {
+			case o.IsIdle():
+				return cpu
+			case rt && o.CurrPrio() > prio:
+				score = -1000 - (o.CurrPrio() - prio) + o.NrRunning()
+			default:
+				score = o.NrRunning()
+			}
+			if cpu == prev {
+				score--
+			}
+			if score < bestScore {
+				best, bestScore = cpu, score
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		if rt && bestScore < -1000 {
+			return best // a lower-priority CPU in the closest domain
+		}
+		if !rt && len(span) >= llcSize {
+			return best // fair wake-ups stay within the LLC
+		}
 	}
-	for scanned := 0; scanned < 64 && cpu >= 0; scanned++ {
-		o := m.rqs[cpu]
-		var score int
-		switch {
-		case o.IsIdle():
-			return cpu
-		case rt && o.CurrPrio() > prio:
-			score = -1000 - (o.CurrPrio() - prio) + o.NrRunning()
-		default:
-			score = o.NrRunning()
-		}
-		if cpu == prev {
-			score--
-		}
-		if score < bestScore {
-			best, bestScore = cpu, score
-		}
-		cpu = mask.Next(cpu + 1)
-		if cpu < 0 {
-			cpu = mask.Next(0)
-		}
-		if cpu == prev && scanned > 0 {
-			break
-		}
-	}
-	if best < 0 || !mask.Has(best) {
+	if best < 0 {
 		best = mask.Next(0)
 	}
 	return best
