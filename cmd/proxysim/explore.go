@@ -167,7 +167,7 @@ func reproduceExplore(args []string, seed uint64) string {
 		return false
 	}
 	// explore's defaults differ from stress's: spell them out
-	if !has("--cpus") {
+	if !has("--cpus") && !has("--topology") {
 		parts = append(parts, "--cpus", "8")
 	}
 	if !has("--workload") {

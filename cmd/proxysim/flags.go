@@ -14,6 +14,7 @@ import (
 	"github.com/proxysim/proxysim/internal/conductor"
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/topology"
 )
 
 // onOff is an on|off flag value.
@@ -105,6 +106,7 @@ type machineFlags struct {
 func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options) {
 	mf.o = def
 	fs.IntVar(&mf.o.CPUs, "cpus", def.CPUs, "number of simulated CPUs (1-1024)")
+	fs.StringVar(&mf.o.Topology, "topology", "", "machine shape SOCKETSs-LLCSllc-CORESc-THREADSt, counts per parent, e.g. 2s-8llc-8c-2t (256 CPUs, the default for 256); sets --cpus when --cpus is not given")
 	fs.IntVar(&mf.o.Tasks, "tasks", def.Tasks, "tasks of a built-in workload (0: the workload's default, about 2 per CPU)")
 	fs.StringVar(&mf.o.Workload, "workload", def.Workload, "built-in workload (mixed, locktorture, pi, stress) or a scenario file (JSON)")
 	fs.DurationVar(&mf.o.SimTime, "sim-time", def.SimTime, "virtual time to simulate")
@@ -139,6 +141,19 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	}
 	if mf.o.CPUs < 1 || mf.o.CPUs > task.MaxCPUs {
 		return usagef("--cpus %d out of range 1-%d", mf.o.CPUs, task.MaxCPUs)
+	}
+	if mf.o.Topology != "" {
+		tp, err := topology.Parse(mf.o.Topology)
+		if err != nil {
+			return usagef("--topology: %v", err)
+		}
+		cpusSet := false
+		fs.Visit(func(f *flag.Flag) { cpusSet = cpusSet || f.Name == "cpus" })
+		if !cpusSet {
+			mf.o.CPUs = tp.NumCPUs()
+		} else if tp.NumCPUs() != mf.o.CPUs {
+			return usagef("--topology %s has %d CPUs, but --cpus is %d", tp, tp.NumCPUs(), mf.o.CPUs)
+		}
 	}
 	if mf.o.Tasks < 0 || mf.o.Tasks > 1<<20 {
 		return usagef("--tasks %d out of range 0-%d", mf.o.Tasks, 1<<20)

@@ -252,3 +252,26 @@ func TestShrinkCatalogueBug(t *testing.T) {
 		t.Errorf("the shrunk scenario fails with another invariant:\n%s", b[:600])
 	}
 }
+
+// --topology sets the machine's shape (and its size, when --cpus is not
+// given); the JSON summary reports it, and a size that disagrees is a
+// usage error.
+func TestTopologyFlag(t *testing.T) {
+	code, out, _ := runCLI(t, "run", "--topology", "1s-2llc-2c-2t", "--sim-time", "5ms", "--seed", "1", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	var s struct {
+		CPUs     int    `json:"cpus"`
+		Topology string `json:"topology"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if s.CPUs != 8 || s.Topology != "1s-2llc-2c-2t" {
+		t.Fatalf("cpus %d topology %q, want 8 and 1s-2llc-2c-2t", s.CPUs, s.Topology)
+	}
+	if code, _, errOut := runCLI(t, "run", "--topology", "1s-2llc-2c-2t", "--cpus", "16", "--sim-time", "5ms"); code != exitUsage || !strings.Contains(errOut, "has 8 CPUs, but --cpus is 16") {
+		t.Fatalf("disagreeing --cpus: exit %d, %q", code, errOut)
+	}
+}

@@ -52,7 +52,7 @@ func WritePreamble(path string, seed uint64, cmdline string) error {
 
 // FormatSummary prints the human summary.
 func FormatSummary(w io.Writer, s *Summary) {
-	fmt.Fprintf(w, "proxysim: workload %s, seed %d, %d CPUs, %d tasks, proxy execution %s\n", s.Workload, s.Seed, s.CPUs, s.Tasks, onOff(s.ProxyExec))
+	fmt.Fprintf(w, "proxysim: workload %s, seed %d, %d CPUs (%s), %d tasks, proxy execution %s\n", s.Workload, s.Seed, s.CPUs, s.Topology, s.Tasks, onOff(s.ProxyExec))
 	if len(s.Bugs) > 0 {
 		fmt.Fprintf(w, "  bugs switched on: %s\n", strings.Join(s.Bugs, ", "))
 	}

@@ -41,6 +41,9 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, maxTries int, pr
 	}
 	cur := clone(sc)
 	cur.CPUs = cpus
+	if cur.Topology == "" {
+		cur.Topology = o.Topology // the shrunk scenario keeps the machine's shape
+	}
 	tries := 0
 	fails := func(c *workload.Scenario) bool {
 		if tries >= maxTries {
@@ -48,7 +51,7 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, maxTries int, pr
 		}
 		tries++
 		oo := o
-		oo.CPUs = c.CPUs
+		oo.CPUs, oo.Topology = c.CPUs, c.Topology
 		r, err := Build(oo, c)
 		if err != nil {
 			return false
@@ -75,6 +78,7 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, maxTries int, pr
 		for n := cur.CPUs / 2; n >= 1 && tries < maxTries; n /= 2 {
 			c := clone(cur)
 			c.CPUs = n
+			c.Topology = "" // a smaller machine has the default shape of its size
 			if keep(c, fmt.Sprintf("cpus -> %d", n)) {
 				changed = true
 			} else {
@@ -84,6 +88,7 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, maxTries int, pr
 		if cur.CPUs > 1 {
 			c := clone(cur)
 			c.CPUs--
+			c.Topology = ""
 			if keep(c, fmt.Sprintf("cpus -> %d", c.CPUs)) {
 				changed = true
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/topology"
 	"github.com/proxysim/proxysim/internal/trace"
 	"github.com/proxysim/proxysim/internal/workload"
 )
@@ -21,6 +22,7 @@ import (
 // Options configure one run.
 type Options struct {
 	CPUs           int
+	Topology       string // "2s-8llc-8c-2t" notation ("": the scenario's, else topology.Default(CPUs))
 	Tasks          int    // built-in workloads: about this many tasks (0: default)
 	Workload       string // built-in name or scenario file path
 	SimTime        time.Duration
@@ -85,8 +87,29 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	if sc.CPUs > 0 {
 		o.CPUs = sc.CPUs
 	}
+	topo := o.Topology
+	if topo == "" {
+		topo = sc.Topology
+	}
+	if topo != "" {
+		tp, err := topology.Parse(topo)
+		if err != nil {
+			return nil, err
+		}
+		if o.Topology == "" && sc.CPUs == 0 && o.CPUs != tp.NumCPUs() {
+			// the scenario's topology sets the machine's size
+			o.CPUs = tp.NumCPUs()
+		}
+		if tp.NumCPUs() != o.CPUs {
+			return nil, fmt.Errorf("topology %s has %d CPUs, but the machine has %d", tp, tp.NumCPUs(), o.CPUs)
+		}
+		o.Topology = tp.String()
+	}
 	cfg := cpu.DefaultConfig()
 	cfg.CPUs = o.CPUs
+	if o.Topology != "" {
+		cfg.Topology, _ = topology.Parse(o.Topology)
+	}
 	cfg.Tick = int64(o.Tick)
 	cfg.Epoch = int64(o.Epoch)
 	cfg.SimTime = int64(o.SimTime)
@@ -186,6 +209,7 @@ type GroupSummary struct {
 type Summary struct {
 	Seed                  uint64                  `json:"seed"`
 	CPUs                  int                     `json:"cpus"`
+	Topology              string                  `json:"topology"`
 	Tasks                 int                     `json:"tasks"`
 	Workload              string                  `json:"workload"`
 	ProxyExec             bool                    `json:"proxy_exec"`
@@ -216,7 +240,7 @@ type Summary struct {
 func (r *Run) Summarize() *Summary {
 	m := r.Machine
 	s := &Summary{
-		Seed: r.Opts.Seed, CPUs: m.NumCPUs(), Workload: r.Scenario.Name, ProxyExec: r.Opts.Proxy,
+		Seed: r.Opts.Seed, CPUs: m.NumCPUs(), Topology: m.Topology().String(), Workload: r.Scenario.Name, ProxyExec: r.Opts.Proxy,
 		Bugs: r.Opts.Bugs.Names(), WallTimeNs: int64(m.WallTime()), Violations: m.Rep.Violations(),
 		Counters: map[string]uint64{}, MigrationsByReason: map[string]uint64{}, ChainLength: map[string]uint64{},
 		Groups: map[string]GroupSummary{}, StopReason: m.StopReason(),

@@ -102,6 +102,7 @@ import (
 	"time"
 
 	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/topology"
 )
 
 // maxCount bounds a group's count, so that a typo cannot make the planner
@@ -486,7 +487,7 @@ type scope struct {
 }
 
 func (p *parser) scenario(root *node) (*Scenario, error) {
-	f, err := p.fields(root, "", "name", "cpus", "mutexes", "groups")
+	f, err := p.fields(root, "", "name", "cpus", "topology", "mutexes", "groups")
 	if err != nil {
 		return nil, err
 	}
@@ -503,6 +504,18 @@ func (p *parser) scenario(root *node) (*Scenario, error) {
 		}
 		if s.CPUs < 0 || s.CPUs > task.MaxCPUs {
 			return nil, p.errf(m.val, "cpus", "%d out of range 0..%d", s.CPUs, task.MaxCPUs)
+		}
+	}
+	if m := f["topology"]; m != nil {
+		if s.Topology, err = p.str(m.val, "topology"); err != nil {
+			return nil, err
+		}
+		tp, err := topology.Parse(s.Topology)
+		if err != nil {
+			return nil, p.errf(m.val, "topology", "%v", err)
+		}
+		if s.CPUs != 0 && s.CPUs != tp.NumCPUs() {
+			return nil, p.errf(m.val, "topology", "%s has %d CPUs, but cpus is %d", tp, tp.NumCPUs(), s.CPUs)
 		}
 	}
 	if m := f["mutexes"]; m != nil {
@@ -908,6 +921,9 @@ func Encode(s *Scenario) ([]byte, error) {
 	}
 	if s.CPUs != 0 {
 		top = append(top, `  "cpus": `+strconv.Itoa(s.CPUs))
+	}
+	if s.Topology != "" {
+		top = append(top, `  "topology": `+jstr(s.Topology))
 	}
 	if len(s.Mutexes) > 0 {
 		ms := make([]string, len(s.Mutexes))

@@ -266,7 +266,11 @@ func TestParseErrors(t *testing.T) {
 		line int // 0: no line expected
 	}{
 		{"unknown top-level key", edit(`"name": "t",`, `"name": "t", "cpu": 2,`),
-			`unknown key "cpu" (want one of name, cpus, mutexes, groups)`, 2},
+			`unknown key "cpu" (want one of name, cpus, topology, mutexes, groups)`, 2},
+		{"bad topology", edit(`"name": "t",`, `"name": "t", "topology": "2s-2c",`),
+			`topology: topology "2s-2c": want`, 2},
+		{"topology and cpus disagree", edit(`"name": "t",`, `"name": "t", "cpus": 4, "topology": "1s-1llc-4c-2t",`),
+			`topology: 1s-1llc-4c-2t has 8 CPUs, but cpus is 4`, 2},
 		{"unknown group key", edit(`"priority": 10,`, `"priority": 10, "prio": 3,`),
 			`groups[0]: unknown key "prio"`, 5},
 		{"two keys in one instruction", edit(`{"compute": "1ms"}`, `{"compute": "1ms", "sleep": "1ms"}`),
@@ -487,4 +491,24 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip differs:\n%s", out)
 		}
 	})
+}
+
+// A scenario's topology is kept and written back.
+func TestTopologyRoundTrip(t *testing.T) {
+	src := `{"name": "t", "topology": "1s-2llc-2c-2t", "mutexes": ["a"], "groups": [{"name": "g", "count": 1, "program": [{"compute": "1ms"}]}]}`
+	s, err := Parse("t.json", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Topology != "1s-2llc-2c-2t" {
+		t.Fatalf("topology %q", s.Topology)
+	}
+	out, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Parse("t2.json", out)
+	if err != nil || s2.Topology != s.Topology {
+		t.Fatalf("round trip: %q, %v\n%s", s2.Topology, err, out)
+	}
 }
