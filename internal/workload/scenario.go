@@ -50,13 +50,13 @@ type Group struct {
 
 // Scenario is a complete workload.
 type Scenario struct {
-	Name    string
-	CPUs    int // 0: from the command line
+	Name string
+	CPUs int // 0: from the command line
 	// Topology is the machine's shape in topology.Parse's notation
 	// ("2s-8llc-8c-2t"); "": from the command line or the default.
 	Topology string
-	Mutexes []string
-	Groups  []Group
+	Mutexes  []string
+	Groups   []Group
 }
 
 // NumTasks counts the tasks of all groups.
