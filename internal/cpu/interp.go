@@ -27,7 +27,6 @@ func dur(p *task.Task, op *task.Op) int64 {
 // RUNNING. A step is at most one instruction, and compute is cut at the
 // next tick, timer or epoch end so that interrupts are taken on time.
 func (cp *CPU) step(p *task.Task) {
-	c, m := cp.c, cp.m
 	ex := &p.Exec
 	if ex.Exited {
 		// Exited but still current: schedule it away.
@@ -39,106 +38,131 @@ func (cp *CPU) step(p *task.Task) {
 		return
 	}
 	op := &ex.Prog.Ops[ex.PC]
-	switch op.Kind {
-	case task.OpCompute:
-		if ex.Left == 0 {
-			ex.Left = dur(p, op)
-			if ex.Left == 0 {
-				ex.PC++
-				return
-			}
-		}
-		budget := ex.Left
-		if d := cp.nextTick - c.Now; d > 0 && d < budget {
-			budget = d
-		}
-		if d := m.bar.horizon.Load() - c.Now; d > 0 && d < budget {
-			budget = d
-		}
-		if d := cp.nextTimer() - c.Now; d > 0 && d < budget {
-			budget = d
-		}
-		budget = m.runner.stepBudget(cp.id, c.Now, budget)
-		if budget < 1 {
-			budget = 1
-		}
-		cp.advance(budget)
-		ex.Left -= budget
-		if ex.Left <= 0 {
-			ex.Left = 0
-			ex.PC++
-		}
+	if int(op.Kind) < len(ops) && ops[op.Kind] != nil {
+		ops[op.Kind](cp, p, op)
+	}
+}
 
-	case task.OpLock:
-		cp.advance(m.cfg.OpCost)
-		mx := m.mutexes[op.Mutex]
-		if ex.Phase == 0 {
-			for _, h := range ex.Held {
-				if h == op.Mutex {
-					m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v locks %v, which it already holds: self-deadlock", p, mx))
-					ex.PC++
-					return
-				}
-			}
-			if mx.TryLockFast(c, p) || mx.LockSlowStart(c, p) {
-				ex.Held = append(ex.Held, op.Mutex)
-				ex.PC++
-				return
-			}
-			ex.Phase = 1
-			cp.schedule(false)
+// ops dispatches each instruction kind to its handler.
+var ops = [...]func(cp *CPU, p *task.Task, op *task.Op){
+	task.OpCompute:  (*CPU).opCompute,
+	task.OpLock:     (*CPU).opLock,
+	task.OpUnlock:   (*CPU).opUnlock,
+	task.OpSleep:    (*CPU).opSleep,
+	task.OpWait:     (*CPU).opWait,
+	task.OpWake:     (*CPU).opWake,
+	task.OpYield:    (*CPU).opYield,
+	task.OpAffinity: (*CPU).opAffinity,
+	task.OpSetPrio:  (*CPU).opSetPrio,
+	task.OpLoop:     (*CPU).opLoop,
+	task.OpChoose:   (*CPU).opChoose,
+	task.OpExit:     (*CPU).opExit,
+}
+
+// opCompute runs compute for at most the budget to the next tick, timer or epoch end.
+func (cp *CPU) opCompute(p *task.Task, op *task.Op) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	if ex.Left == 0 {
+		ex.Left = dur(p, op)
+		if ex.Left == 0 {
+			ex.PC++
 			return
 		}
-		if mx.LockSlowResume(c, p) {
-			ex.Phase = 0
+	}
+	budget := ex.Left
+	if d := cp.nextTick - c.Now; d > 0 && d < budget {
+		budget = d
+	}
+	if d := m.bar.horizon.Load() - c.Now; d > 0 && d < budget {
+		budget = d
+	}
+	if d := cp.nextTimer() - c.Now; d > 0 && d < budget {
+		budget = d
+	}
+	budget = m.runner.stepBudget(cp.id, c.Now, budget)
+	if budget < 1 {
+		budget = 1
+	}
+	cp.advance(budget)
+	ex.Left -= budget
+	if ex.Left <= 0 {
+		ex.Left = 0
+		ex.PC++
+	}
+}
+
+// opLock is mutex_lock(): the fast path, else the slow path and schedule(), resumed after each wake-up.
+func (cp *CPU) opLock(p *task.Task, op *task.Op) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	cp.advance(m.cfg.OpCost)
+	mx := m.mutexes[op.Mutex]
+	if ex.Phase == 0 {
+		for _, h := range ex.Held {
+			if h == op.Mutex {
+				m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v locks %v, which it already holds: self-deadlock", p, mx))
+				ex.PC++
+				return
+			}
+		}
+		if mx.TryLockFast(c, p) || mx.LockSlowStart(c, p) {
 			ex.Held = append(ex.Held, op.Mutex)
 			ex.PC++
 			return
 		}
+		ex.Phase = 1
 		cp.schedule(false)
-
-	case task.OpUnlock:
-		cp.advance(m.cfg.OpCost)
-		if !cp.unlock(p, op.Mutex) {
-			m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v unlocks %v, which it does not hold", p, m.mutexes[op.Mutex]))
-		}
-		ex.PC++
-
-	case task.OpSleep:
-		cp.advance(m.cfg.OpCost)
-		if ex.Phase == 0 {
-			d := dur(p, op)
-			ex.TimerCPU = cp.id
-			ex.TimerID = cp.armTimer(p, c.Now+d)
-			p.SetState(task.Interruptible)
-			ex.Phase = 1
-			c.Emit(trace.EvSleep, int32(p.ID), int32(min(d/1000, 1<<31-1)), 0, 0)
-			cp.schedule(false)
-			return
-		}
-		m.cancelTimer(c, ex.TimerCPU, ex.TimerID)
-		ex.TimerCPU = -1
+		return
+	}
+	if mx.LockSlowResume(c, p) {
 		ex.Phase = 0
+		ex.Held = append(ex.Held, op.Mutex)
 		ex.PC++
+		return
+	}
+	cp.schedule(false)
+}
 
-	case task.OpWait:
-		cp.advance(m.cfg.OpCost)
-		if ex.Phase == 0 {
-			// wait_for_completion: consume a completion or sleep for one.
-			p.CompLock.Lock(c.CPU)
-			if p.CompDone > 0 {
-				p.CompDone--
-				p.CompLock.Unlock(c.CPU)
-				ex.PC++
-				return
-			}
-			p.SetState(task.Interruptible)
-			p.CompLock.Unlock(c.CPU)
-			ex.Phase = 1
-			cp.schedule(false)
-			return
-		}
-		ex.Phase = 0 // woken: look again
+// opUnlock is mutex_unlock() and the wake-ups it queued.
+func (cp *CPU) opUnlock(p *task.Task, op *task.Op) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	cp.advance(m.cfg.OpCost)
+	if !cp.unlock(p, op.Mutex) {
+		m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v unlocks %v, which it does not hold", p, m.mutexes[op.Mutex]))
+	}
+	ex.PC++
+}
+
+// opSleep is a timed sleep (schedule_hrtimeout).
+func (cp *CPU) opSleep(p *task.Task, op *task.Op) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	cp.advance(m.cfg.OpCost)
+	if ex.Phase == 0 {
+		d := dur(p, op)
+		ex.TimerCPU = cp.id
+		ex.TimerID = cp.armTimer(p, c.Now+d)
+		p.SetState(task.Interruptible)
+		ex.Phase = 1
+		c.Emit(trace.EvSleep, int32(p.ID), int32(min(d/1000, 1<<31-1)), 0, 0)
+		cp.schedule(false)
+		return
+	}
+	m.cancelTimer(c, ex.TimerCPU, ex.TimerID)
+	ex.TimerCPU = -1
+	ex.Phase = 0
+	ex.PC++
+}
+
+// opWait is wait_for_completion().
+func (cp *CPU) opWait(p *task.Task, op *task.Op) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	cp.advance(m.cfg.OpCost)
+	if ex.Phase == 0 {
+		// wait_for_completion: consume a completion or sleep for one.
 		p.CompLock.Lock(c.CPU)
 		if p.CompDone > 0 {
 			p.CompDone--
@@ -146,91 +170,130 @@ func (cp *CPU) step(p *task.Task) {
 			ex.PC++
 			return
 		}
+		p.SetState(task.Interruptible)
 		p.CompLock.Unlock(c.CPU)
-
-	case task.OpWake:
-		cp.advance(m.cfg.OpCost)
-		t := m.Task(op.Target)
-		if t != nil && t != p {
-			t.CompLock.Lock(c.CPU)
-			t.CompDone++
-			t.CompLock.Unlock(c.CPU)
-			m.tryToWakeUp(c, t, task.WakeInterruptible)
-		}
-		ex.PC++
-
-	case task.OpYield:
-		cp.advance(m.cfg.OpCost)
-		r := cp.rq
-		r.Lock(c)
-		r.UpdateCurr(c)
-		if d := r.Donor(c); d == p {
-			r.YieldTask(c, p)
-		}
-		r.Unlock(c)
-		ex.PC++
-		cp.schedule(true)
-
-	case task.OpAffinity:
-		cp.advance(m.cfg.OpCost)
-		t := p
-		if op.Target != 0 {
-			t = m.Task(op.Target)
-		}
-		ex.PC++
-		mask := op.Mask
-		switch {
-		case op.Count > 0:
-			// a random window of Count CPUs (stress: shuffle masks)
-			n := len(m.cpus)
-			start := ex.Rand.IntN(n)
-			mask = task.Mask{}
-			for i := 0; i < op.Count && i < n; i++ {
-				mask.Set((start + i) % n)
-			}
-		case op.Count < 0:
-			mask = task.MaskAll(len(m.cpus))
-		}
-		if t != nil {
-			m.setCPUsAllowed(c, t, mask)
-		}
-
-	case task.OpSetPrio:
-		cp.advance(m.cfg.OpCost)
-		t := p
-		if op.Target != 0 {
-			t = m.Task(op.Target)
-		}
-		ex.PC++
-		if t != nil {
-			m.setScheduler(c, t, op.Policy, op.Prio)
-		}
-
-	case task.OpLoop:
-		cp.advance(m.cfg.OpCost)
-		if op.Count == 0 {
-			ex.PC = op.Jump
-			return
-		}
-		ex.Loops[ex.PC]++
-		if ex.Loops[ex.PC] < op.Count {
-			ex.PC = op.Jump
-			return
-		}
-		ex.Loops[ex.PC] = 0
-		ex.PC++
-
-	case task.OpChoose:
-		cp.advance(m.cfg.OpCost)
-		if ex.Rand.Float64() < op.Prob {
-			ex.PC = op.Jump
-		} else {
-			ex.PC++
-		}
-
-	case task.OpExit:
-		cp.exit(p)
+		ex.Phase = 1
+		cp.schedule(false)
+		return
 	}
+	ex.Phase = 0 // woken: look again
+	p.CompLock.Lock(c.CPU)
+	if p.CompDone > 0 {
+		p.CompDone--
+		p.CompLock.Unlock(c.CPU)
+		ex.PC++
+		return
+	}
+	p.CompLock.Unlock(c.CPU)
+}
+
+// opWake is complete() of the target task.
+func (cp *CPU) opWake(p *task.Task, op *task.Op) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	cp.advance(m.cfg.OpCost)
+	t := m.Task(op.Target)
+	if t != nil && t != p {
+		t.CompLock.Lock(c.CPU)
+		t.CompDone++
+		t.CompLock.Unlock(c.CPU)
+		m.tryToWakeUp(c, t, task.WakeInterruptible)
+	}
+	ex.PC++
+}
+
+// opYield is sched_yield().
+func (cp *CPU) opYield(p *task.Task, op *task.Op) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	cp.advance(m.cfg.OpCost)
+	r := cp.rq
+	r.Lock(c)
+	r.UpdateCurr(c)
+	if d := r.Donor(c); d == p {
+		r.YieldTask(c, p)
+	}
+	r.Unlock(c)
+	ex.PC++
+	cp.schedule(true)
+}
+
+// opAffinity is sched_setaffinity() of p or of the target.
+func (cp *CPU) opAffinity(p *task.Task, op *task.Op) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	cp.advance(m.cfg.OpCost)
+	t := p
+	if op.Target != 0 {
+		t = m.Task(op.Target)
+	}
+	ex.PC++
+	mask := op.Mask
+	switch {
+	case op.Count > 0:
+		// a random window of Count CPUs (stress: shuffle masks)
+		n := len(m.cpus)
+		start := ex.Rand.IntN(n)
+		mask = task.Mask{}
+		for i := 0; i < op.Count && i < n; i++ {
+			mask.Set((start + i) % n)
+		}
+	case op.Count < 0:
+		mask = task.MaskAll(len(m.cpus))
+	}
+	if t != nil {
+		m.setCPUsAllowed(c, t, mask)
+	}
+}
+
+// opSetPrio is sched_setscheduler() of p or of the target.
+func (cp *CPU) opSetPrio(p *task.Task, op *task.Op) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	cp.advance(m.cfg.OpCost)
+	t := p
+	if op.Target != 0 {
+		t = m.Task(op.Target)
+	}
+	ex.PC++
+	if t != nil {
+		m.setScheduler(c, t, op.Policy, op.Prio)
+	}
+}
+
+// opLoop jumps back Count times (0: forever).
+func (cp *CPU) opLoop(p *task.Task, op *task.Op) {
+	m := cp.m
+	ex := &p.Exec
+	cp.advance(m.cfg.OpCost)
+	if op.Count == 0 {
+		ex.PC = op.Jump
+		return
+	}
+	ex.Loops[ex.PC]++
+	if ex.Loops[ex.PC] < op.Count {
+		ex.PC = op.Jump
+		return
+	}
+	ex.Loops[ex.PC] = 0
+	ex.PC++
+}
+
+// opChoose jumps with probability Prob.
+func (cp *CPU) opChoose(p *task.Task, op *task.Op) {
+	m := cp.m
+	ex := &p.Exec
+	cp.advance(m.cfg.OpCost)
+	if ex.Rand.Float64() < op.Prob {
+		ex.PC = op.Jump
+	} else {
+		ex.PC++
+	}
+}
+
+// opExit is do_exit().
+func (cp *CPU) opExit(p *task.Task, op *task.Op) {
+	cp.exit(p)
 }
 
 // unlock releases mutex id held by p and issues the wakeups.
