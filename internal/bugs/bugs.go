@@ -47,15 +47,31 @@ const (
 	BlockTaskNotLast                // 18
 	WakelistMigrating               // 25
 	ParkDonorNotLink                // 19
+	TTWUKeepsBlocked                // v22's wake path (model decision 2), fixed by v29's is_blocked
+	EarlyActivation                 // finding F1 (model decision 8)
+	ProxyKeepsDonor                 // finding F2 (model decision 5)
 	NumBugs
+)
+
+// Kinds of catalogue entries.
+const (
+	// Historical: a race the series had and fixed upstream (FixedIn names
+	// the version); --bug restores the code before the fix.
+	Historical = "historical"
+	// Finding: a hole proxysim found in the reference kernel's code,
+	// open there; the model runs the proposed fix by default and --bug
+	// restores the kernel's code (docs/findings.md).
+	Finding = "finding"
 )
 
 // Bug is one catalogue entry.
 type Bug struct {
-	ID          ID     `json:"-"`
-	Number      int    `json:"number"` // in the list of known races the project started from
-	Name        string `json:"name"`
-	FixedIn     string `json:"fixed_in"`
+	ID     ID     `json:"-"`
+	Number int    `json:"number"` // in the list of known races the project started from (0: not in it)
+	Name   string `json:"name"`
+	// Kind is Historical or Finding.
+	Kind        string `json:"kind"`
+	FixedIn     string `json:"fixed_in"` // historical: the upstream version; finding: "open in <reference>"`
 	Description string `json:"description"`
 	// Detector says what catches it in proxysim.
 	Detector string `json:"detector"`
@@ -63,52 +79,64 @@ type Bug struct {
 
 // Catalogue lists every bug, in ID order.
 var Catalogue = []Bug{
-	{LateActivationOnCPU, 1, "late-activation-on-cpu", "v18",
+	{LateActivationOnCPU, 1, "late-activation-on-cpu", Historical, "v18",
 		"activate_blocked_waiters enqueues a waiter from a stale batch that meanwhile was woken, ran and blocked again (still on_cpu, or parked anew): it is queued while parked, or runs on two CPUs",
 		"audit: parked waiter on a runqueue (invariant 13); switch-in check (invariant 1)"},
-	{SkippedWaking, 2, "skipped-waking", "v13/v18/v22",
+	{SkippedWaking, 2, "skipped-waking", Historical, "v13/v18/v22",
 		"v22-era wake paths: a woken waiter that re-armed BO_BLOCKED is made RUNNING without leaving it, ttwu bails on the RUNNING task when the lock is later handed to it, and find_proxy_task walks the WAKING link as blocked: it is never returned",
 		"audit: TASK_RUNNING yet blocked (invariant 31), BO_WAKING older than the bound (invariant 10)"},
-	{CPUBeforeOnRQ, 3, "cpu-before-on-rq", "v18",
+	{CPUBeforeOnRQ, 3, "cpu-before-on-rq", Historical, "v18",
 		"find_proxy_task tests task_cpu(owner) before owner->on_rq, so a donor is proxy-migrated towards an owner that is asleep",
 		"inline check in proxy_migrate_task: migration target chosen for a sleeping owner"},
-	{FusedOnRQLoads, 4, "fused-on-rq-loads", "v18",
+	{FusedOnRQLoads, 4, "fused-on-rq-loads", Historical, "v18",
 		"find_proxy_task reuses one load of owner->on_rq for its later checks (compiler-fused READ_ONCE): a stale decision hands a dequeued owner to the CPU",
 		"inline switch-in check (task not queued / on two CPUs)"},
-	{OwnerMidReturn, 5, "owner-mid-return", "v9",
+	{OwnerMidReturn, 5, "owner-mid-return", Historical, "v9",
 		"find_proxy_task trusts a stale task_cpu of an owner that is being moved (MIGRATING) instead of letting it land: the owner runs on a CPU it is not queued on",
 		"inline switch-in check (task_cpu / on_rq), invariant 5"},
-	{ActivationLivelock, 6, "activation-livelock", "v9/v11",
+	{ActivationLivelock, 6, "activation-livelock", Historical, "v9/v11",
 		"activate_blocked_waiters keeps draining an owner's list while donors re-park on it instead of detaching a finite batch: endless loop",
 		"watchdog: CPU makes no progress"},
-	{RunnableWithoutReturn, 7, "runnable-without-return", "v9/v14",
+	{RunnableWithoutReturn, 7, "runnable-without-return", Historical, "v9/v14",
 		"ttwu sets BO_RUNNABLE on every exit, including when the task is still queued on a CPU outside its mask: the donor runs there",
 		"inline switch-in check: task runs outside its affinity mask (invariant 2)"},
-	{DanglingDonor, 8, "dangling-donor", "v9/v18/v22",
+	{DanglingDonor, 8, "dangling-donor", Historical, "v9/v18/v22",
 		"proxy migration drops the rq lock while rq->donor still points at the migrated task: the source CPU charges and preempts a task another CPU owns",
 		"lock-drop check (invariant 16); race detector on the donor's sched entity"},
-	{StaleBalanceCallbacks, 9, "stale-balance-callbacks", "v9/v20-v23",
+	{StaleBalanceCallbacks, 9, "stale-balance-callbacks", Historical, "v9/v20-v23",
 		"balance callbacks queued by an abandoned pick survive the lock drop of a proxy migration and run on a later pick",
 		"lock-drop check and pick_again check (invariant 17)"},
-	{WakeCPUOutsideMask, 14, "wake-cpu-outside-mask", "v11",
+	{WakeCPUOutsideMask, 14, "wake-cpu-outside-mask", Historical, "v11",
 		"an affinity change leaves wake_cpu on a CPU that is no longer allowed; return migration sends the task there",
 		"inline switch-in check: task runs outside its mask (invariant 2), audit invariant 8"},
-	{OwnerCPUReadTwice, 15, "owner-cpu-read-twice", "v11",
+	{OwnerCPUReadTwice, 15, "owner-cpu-read-twice", Historical, "v11",
 		"find_proxy_task reads task_cpu(owner) twice; the owner moves in between and the donor is 'migrated' to its own CPU",
 		"inline check in proxy_migrate_task: migration to this CPU"},
-	{NeedReschedCleared, 16, "need-resched-cleared", "v10/v11",
+	{NeedReschedCleared, 16, "need-resched-cleared", Historical, "v10/v11",
 		"__schedule clears need_resched after find_proxy_task returned idle: the CPU idles until the next tick with a donor queued",
 		"audit: runnable donor starved on an idle CPU beyond the progress bound"},
-	{BlockTaskNotLast, 18, "block-task-not-last", "v14",
+	{BlockTaskNotLast, 18, "block-task-not-last", Historical, "v14",
 		"proxy_enqueue_on_owner takes the waiter off the runqueue before the owner's sleep is re-checked under its blocked_lock, then links it anyway: an owner that woke in between never activates it",
 		"audit: waiter stranded on an awake owner's list (invariant 15)"},
-	{WakelistMigrating, 25, "wakelist-migrating", "v23",
+	{WakelistMigrating, 25, "wakelist-migrating", Historical, "v23",
 		"ttwu queues a MIGRATING task on a remote wake list: the remote CPU waits in task_rq_lock for a move that needs it",
 		"wake-list check: a queued entry is not off-queue (invariant 6); watchdog if a CPU spins in task_rq_lock"},
-	{ParkDonorNotLink, 19, "park-donor-not-link", "v14",
+	{ParkDonorNotLink, 19, "park-donor-not-link", Historical, "v14",
 		"proxy_enqueue_on_owner parks the donor instead of the last link before the sleeping owner: wakeups of mid-chain tasks are lost",
 		"audit: parked task's sleeping owner is not its lock owner (invariant 14)"},
+	{TTWUKeepsBlocked, 0, "ttwu-keeps-blocked", Historical, "v29",
+		"v22's try_to_wake_up leaves a mutex waiter's blocked_on_state alone: a delayed wake of a waiter that has re-armed BO_BLOCKED makes it TASK_RUNNING while still BO_BLOCKED (v29 replaced the tri-state with is_blocked, cleared with TASK_RUNNING; the model's tri-state marks it BO_WAKING instead)",
+		"audit: TASK_RUNNING yet blocked (invariant 31)"},
+	{EarlyActivation, 0, "early-activation", Finding, "open in " + Reference,
+		"try_to_wake_up runs activate_blocked_waiters at its end on every path, also when the owner went onto a remote wake list and is not enqueued yet: a donor that parks on the owner (still on_rq 0) after that pass is stranded on a running owner",
+		"audit: waiter stranded on an awake owner's list (invariant 15)"},
+	{ProxyKeepsDonor, 0, "proxy-keeps-donor", Finding, "open in " + Reference,
+		"a proxy that releases the lock its donor waits for hands it to the donor (or another waiter) and wakes it, but nothing reschedules: ttwu_runnable's wakeup_preempt compares the donor with itself, so the proxy keeps running on the scheduling context of a donor that is no longer blocked on it",
+		"audit: curr is neither the donor nor the end of its chain, with no reschedule pending (invariant 4)"},
 }
+
+// Reference is the kernel code the model follows (docs/kernel-map.md).
+const Reference = "johnstultz-work/linux-dev@014c4be7"
 
 func init() {
 	if len(Catalogue) != int(NumBugs) {

@@ -48,9 +48,7 @@ func (cp *CPU) schedule(preempt bool) {
 		}
 		r.SetDonor(c, next)
 		if next != r.Idle {
-			next.BlockedLock.Lock(c.CPU)
-			next.SetBlockedDonor(c.CPU, nil)
-			next.BlockedLock.Unlock(c.CPU)
+			next.SetBlockedDonor(nil) // rq lock held: next is queued here
 		}
 		cp.queueRTBalance(prev, next)
 		if next != r.Idle && proxy.TaskIsBlocked(c, next) {

@@ -44,21 +44,27 @@ func (cp *CPU) pullFrom(src *rq.RQ) *task.Task {
 
 // spans returns the CPU spans cpu balances and places over, smallest
 // first: its scheduling domains (SMT, LLC, PKG, machine; degenerate levels
-// dropped), then the whole machine if no domain covers it.
-func (m *Machine) spans(cpu int) [][]int {
-	ds := m.topo.Domains(cpu)
-	out := make([][]int, 0, len(ds)+1)
-	for _, d := range ds {
-		out = append(out, d.CPUs)
+// dropped), then the whole machine if no domain covers it. Built once.
+func (m *Machine) spans(cpu int) [][]int { return m.domainSpans[cpu] }
+
+// buildSpans fills m.domainSpans from the topology.
+func (m *Machine) buildSpans() {
+	all := make([]int, len(m.rqs))
+	for i := range all {
+		all[i] = i
 	}
-	if len(out) == 0 || len(out[len(out)-1]) < len(m.rqs) {
-		all := make([]int, len(m.rqs))
-		for i := range all {
-			all[i] = i
+	m.domainSpans = make([][][]int, len(m.rqs))
+	for cpu := range m.rqs {
+		ds := m.topo.Domains(cpu)
+		out := make([][]int, 0, len(ds)+1)
+		for _, d := range ds {
+			out = append(out, d.CPUs)
 		}
-		out = append(out, all)
+		if len(out) == 0 || len(out[len(out)-1]) < len(m.rqs) {
+			out = append(out, all)
+		}
+		m.domainSpans[cpu] = out
 	}
-	return out
 }
 
 // findBusiest is find_busiest_queue() over one domain's span: the

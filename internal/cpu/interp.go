@@ -7,6 +7,7 @@ package cpu
 import (
 	"fmt"
 
+	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/rq"
@@ -308,12 +309,20 @@ func (cp *CPU) unlock(p *task.Task, id int) bool {
 	}
 	ex.Held = append(ex.Held[:i], ex.Held[i+1:]...)
 	cp.m.mutexes[id].Unlock(cp.c, p, &cp.wq)
-	if cp.c.Proxy && len(cp.wq.Tasks) > 0 {
+	if cp.c.Proxy && len(cp.wq.Tasks) > 0 && !cp.c.Bug(bugs.ProxyKeepsDonor) {
 		// The lock changed hands: if p runs as a proxy, its donor's chain
-		// may no longer end at p (invariant 4). Re-pick.
+		// may no longer end at p (invariant 4). Re-pick. The kernel does
+		// not: finding F2 (docs/findings.md), --bug proxy-keeps-donor.
 		cp.rq.SetNeedResched()
 	}
 	cp.wakeUpQ()
+	if cp.c.Proxy {
+		// Invariant 4 right after the hand-off and its wake-ups: curr is
+		// still the end of its donor's chain, or a re-pick is pending.
+		cp.rq.Lock(cp.c)
+		cp.checkCurrDonor()
+		cp.rq.Unlock(cp.c)
+	}
 	return true
 }
 

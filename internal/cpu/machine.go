@@ -67,12 +67,15 @@ func DefaultConfig() Config {
 
 // Machine is the simulated computer.
 type Machine struct {
-	cfg     Config
-	topo    *topology.Topology
-	cpus    []*CPU
-	rqs     []*rq.RQ
-	tasks   []*task.Task // index = task id; tasks[0] is nil
-	mutexes []*mutex.Mutex
+	cfg  Config
+	topo *topology.Topology
+	// domainSpans[cpu] are cpu's scheduling-domain spans, smallest first
+	// (spans). Read-only after New.
+	domainSpans [][][]int
+	cpus        []*CPU
+	rqs         []*rq.RQ
+	tasks       []*task.Task // index = task id; tasks[0] is nil
+	mutexes     []*mutex.Mutex
 
 	Log   *trace.Log
 	Dep   *spinlock.Validator
@@ -169,6 +172,7 @@ func New(cfg Config) (*Machine, error) {
 		m.rqs = append(m.rqs, r)
 		m.Stats = append(m.Stats, st)
 	}
+	m.buildSpans()
 	m.bar.init(m)
 	return m, nil
 }

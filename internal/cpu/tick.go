@@ -4,6 +4,10 @@
 package cpu
 
 import (
+	"fmt"
+
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/proxy"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 )
@@ -27,6 +31,9 @@ func (cp *CPU) tick() {
 	r.Lock(c)
 	if r.Tick(c) {
 		c.Inc(stats.Preemptions)
+	}
+	if c.Proxy {
+		cp.checkCurrDonor()
 	}
 	nr := r.NrRunning()
 	r.Unlock(c)
@@ -63,4 +70,36 @@ func (cp *CPU) shuffle() {
 	}
 	c.Inc(stats.AffinityShuffles)
 	m.setCPUsAllowed(c, p, mask)
+}
+
+// checkCurrDonor is invariant 4 at the tick, with the rq lock held: the
+// execution context is the donor, or the end of the donor's blocked_on
+// chain (every link queued here, so the walk under each link's
+// blocked_lock is stable), unless a reschedule is already pending. A
+// proxy that keeps running for a donor no longer blocked on it is caught
+// within a tick instead of at the next audit.
+func (cp *CPU) checkCurrDonor() {
+	c, r := cp.c, cp.rq
+	curr, d := r.Curr(), r.Donor(c)
+	if d == curr || d == r.Idle || r.NeedResched() {
+		return
+	}
+	p := d
+	for i := 0; i < proxy.MaxChain && p != curr; i++ {
+		p.BlockedLock.Lock(c.CPU)
+		m, s := p.BlockedOn(c.CPU), p.BlockedOnState(c.CPU)
+		p.BlockedLock.Unlock(c.CPU)
+		if m == nil || s == task.BORunnable {
+			cp.m.Report(c, check.InvCurrDonor, curr, fmt.Sprintf("cpu%d executes %v for donor %v, but %v in its chain is no longer blocked (no reschedule pending)", r.CPU, curr, d, p))
+			return
+		}
+		p = m.OwnerTask()
+		if p == nil {
+			cp.m.Report(c, check.InvCurrDonor, curr, fmt.Sprintf("cpu%d executes %v for donor %v, whose chain reaches a free lock %v (no reschedule pending)", r.CPU, curr, d, m))
+			return
+		}
+	}
+	if p != curr {
+		cp.m.Report(c, check.InvCurrDonor, curr, fmt.Sprintf("cpu%d executes %v for donor %v, whose chain ends at %v (no reschedule pending)", r.CPU, curr, d, p))
+	}
 }

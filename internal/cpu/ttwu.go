@@ -87,7 +87,9 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 		}
 		p.BlockedLock.Lock(c.CPU)
 		if c.Proxy {
-			markWakingLocked(c, p)
+			if !c.Bug(bugs.TTWUKeepsBlocked) {
+				markWakingLocked(c, p)
+			}
 			setRunnableLocked(c, p)
 		}
 		p.SetState(task.Running)
@@ -101,12 +103,15 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 		// v22: a RUNNING task left BO_WAKING still needs its return check.
 		if !(c.Proxy && st == task.Running && !c.Bug(bugs.SkippedWaking) && boWaking(c, p)) {
 			p.PiLock.Unlock(c.CPU)
+			if c.Bug(bugs.EarlyActivation) {
+				m.maybeActivateWaiters(c, p) // the kernel's out: label
+			}
 			return false
 		}
 	}
 	c.Inc(stats.Wakeups)
 	p.Stats.Wakeups++
-	if !c.Bug(bugs.SkippedWaking) {
+	if !c.Bug(bugs.SkippedWaking) && !c.Bug(bugs.TTWUKeepsBlocked) {
 		markWaking(c, p)
 	}
 	if p.OnRQ() != task.OnRQNone && m.ttwuRunnable(c, p) {
@@ -124,6 +129,9 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 			p.WakeTime = c.Now
 			m.queueWakeList(c, p, t)
 			p.PiLock.Unlock(c.CPU)
+			if c.Bug(bugs.EarlyActivation) {
+				m.maybeActivateWaiters(c, p) // before t has enqueued p
+			}
 			return true
 		}
 		for p.OnCPU() {
@@ -151,7 +159,7 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 	p.WakeTime = c.Now
 	queued := m.ttwuQueue(c, p, cpu)
 	p.PiLock.Unlock(c.CPU)
-	if !queued {
+	if !queued || c.Bug(bugs.EarlyActivation) {
 		m.maybeActivateWaiters(c, p)
 	}
 	return true
@@ -161,7 +169,9 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 // once p is on a runqueue. A wakeup handed to a wake list activates the
 // waiters when the target CPU has enqueued p (sched_ttwu_pending): before
 // that, p's on_rq is still 0 and a donor could park on it after an early
-// activation pass had found the list empty, stranded for good.
+// activation pass had found the list empty, stranded for good. That is
+// finding F1 (docs/findings.md): the kernel activates at ttwu's out:
+// label on every path; --bug early-activation restores it.
 func (m *Machine) maybeActivateWaiters(c *percpu.Ctx, p *task.Task) {
 	if c.Proxy && m.cfg.SleepingOwners {
 		proxy.ActivateBlockedWaiters(c, m, p.CPU(), p)
@@ -213,7 +223,9 @@ func (m *Machine) ttwuRunnable(c *percpu.Ctx, p *task.Task) bool {
 				return false
 			}
 		} else {
-			markWakingLocked(c, p)
+			if !c.Bug(bugs.TTWUKeepsBlocked) {
+				markWakingLocked(c, p)
+			}
 			if proxy.NeedsReturn(c, r, p) {
 				return false
 			}
@@ -327,6 +339,9 @@ func (cp *CPU) ttwuPending() {
 		cp.m.ttwuDoActivate(c, dr, p)
 		dr.Unlock(c)
 		p.PiLock.Unlock(c.CPU)
+	}
+	if c.Bug(bugs.EarlyActivation) {
+		return // the waker activated at the end of try_to_wake_up
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		cp.m.maybeActivateWaiters(c, list[i])

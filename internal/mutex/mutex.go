@@ -31,6 +31,10 @@ type Mutex struct {
 	waitLock spinlock.Lock
 	// waiters is the FIFO wait list. Protected by waitLock.
 	waiters []*task.Task
+	// first mirrors waiters[0] for the wait loop's lockless
+	// __mutex_waiter_is_first() (a racy read in the kernel, READ_ONCE
+	// here). Written under waitLock.
+	first atomic.Pointer[task.Task]
 	// task resolves an owner id. Read-only.
 	task func(id int) *task.Task
 }
@@ -110,9 +114,13 @@ func (m *Mutex) trylock(p *task.Task, handoff bool) bool {
 }
 
 // LockSlowStart is the first half of __mutex_lock_common(): under
-// wait_lock, retry once, else join the wait list, set blocked_on (state
-// BO_BLOCKED) and the sleep state. It returns true if the lock was taken;
-// false means the caller must schedule() and then call LockSlowResume.
+// wait_lock, try once more, else join the wait list and, under p's
+// blocked_lock, set blocked_on (BO_BLOCKED) and the sleep state; then the
+// top of the kernel's wait loop: try again with both locks held (an
+// unlock that released the word locklessly after the first try, before
+// WAITERS was set, is caught here). It returns true if the lock was
+// taken; false means the caller must schedule() and then call
+// LockSlowResume.
 func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task) bool {
 	m.waitLock.Lock(c.CPU)
 	if m.trylock(p, false) {
@@ -120,51 +128,79 @@ func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task) bool {
 		m.acquired(c, p, false)
 		return true
 	}
-	m.waiters = append(m.waiters, p)
-	m.setFlag(FlagWaiters)
+	m.addWaiter(p)
 	p.BlockedLock.Lock(c.CPU)
 	p.SetBlockedOn(c, m, task.BOBlocked)
 	p.SetState(task.Uninterruptible) // set_current_state, under blocked_lock (see cpu.markWakingLocked)
-	p.BlockedLock.Unlock(c.CPU)
 	p.Exec.WaitStart = c.Now
 	p.Stats.Contended++
 	c.Inc(stats.MutexContentions)
 	c.Emit(trace.EvContend, int32(p.ID), int32(m.id), int32(m.owner.Load()>>3), 0)
+	if m.trylock(p, false) {
+		m.gotItLocked(c, p)
+		return true
+	}
+	p.BlockedLock.Unlock(c.CPU)
 	m.waitLock.Unlock(c.CPU)
 	return false
 }
 
-// LockSlowResume is one iteration of the wait loop after schedule()
-// returned: re-arm blocked_on, try to take the lock (the first waiter also
-// asks for a hand-off), and return true once it is ours.
+// LockSlowResume is one turn of the wait loop after schedule() returned:
+// whether p is the first waiter is read before wait_lock (the kernel reads
+// it without the lock), then under wait_lock and blocked_lock blocked_on
+// and the sleep state are set again (an unlock may have marked p
+// BO_WAKING, ttwu BO_RUNNABLE), and p tries to take the lock, the first
+// waiter also asking for a hand-off; back at the loop's top it tries once
+// more. Returns true once the lock is p's.
 func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
+	first := m.first.Load() == p
 	m.waitLock.Lock(c.CPU)
-	first := len(m.waiters) > 0 && m.waiters[0] == p
 	p.BlockedLock.Lock(c.CPU)
-	if m.trylock(p, first) {
-		for i, w := range m.waiters {
-			if w == p {
-				m.waiters = append(m.waiters[:i], m.waiters[i+1:]...)
-				break
-			}
-		}
-		if len(m.waiters) == 0 {
-			m.clearFlag(FlagWaiters)
-		}
-		p.SetBlockedOn(c, nil, task.BORunnable)
-		p.SetState(task.Running)
-		p.BlockedLock.Unlock(c.CPU)
-		m.waitLock.Unlock(c.CPU)
-		m.acquired(c, p, true)
-		return true
-	}
-	// Not ours: back to sleep, still a donor. The unlock path may have
-	// set us BO_WAKING and ttwu BO_RUNNABLE; re-arm BO_BLOCKED.
 	p.SetBlockedOn(c, m, task.BOBlocked)
 	p.SetState(task.Uninterruptible)
+	if m.trylock(p, first) || m.trylock(p, false) {
+		m.gotItLocked(c, p)
+		return true
+	}
 	p.BlockedLock.Unlock(c.CPU)
 	m.waitLock.Unlock(c.CPU)
 	return false
+}
+
+// gotItLocked ends a wait that took the lock: wait_lock and p's
+// blocked_lock are held on entry and dropped on return. blocked_on is
+// cleared, p is RUNNING and off the wait list.
+func (m *Mutex) gotItLocked(c *percpu.Ctx, p *task.Task) {
+	m.removeWaiter(p)
+	p.SetBlockedOn(c, nil, task.BORunnable)
+	p.SetState(task.Running)
+	p.BlockedLock.Unlock(c.CPU)
+	m.waitLock.Unlock(c.CPU)
+	m.acquired(c, p, true)
+}
+
+// addWaiter is __mutex_add_waiter(): append p, set WAITERS. wait_lock held.
+func (m *Mutex) addWaiter(p *task.Task) {
+	m.waiters = append(m.waiters, p)
+	m.first.Store(m.waiters[0])
+	m.setFlag(FlagWaiters)
+}
+
+// removeWaiter is __mutex_remove_waiter(): the last waiter leaving clears
+// every flag. wait_lock held.
+func (m *Mutex) removeWaiter(p *task.Task) {
+	for i, w := range m.waiters {
+		if w == p {
+			m.waiters = append(m.waiters[:i], m.waiters[i+1:]...)
+			break
+		}
+	}
+	if len(m.waiters) == 0 {
+		m.first.Store(nil)
+		m.clearFlag(flagMask)
+		return
+	}
+	m.first.Store(m.waiters[0])
 }
 
 func (m *Mutex) acquired(c *percpu.Ctx, p *task.Task, waited bool) {
@@ -205,58 +241,63 @@ type WakeQ struct {
 func (q *WakeQ) Add(p *task.Task) { q.Tasks = append(q.Tasks, p) }
 
 // Unlock is mutex_unlock() by p: the fast path, else
-// __mutex_unlock_slowpath() with the proxy-execution donor hand-off.
-// Tasks to wake are added to wq; the caller wakes them.
+// __mutex_unlock_slowpath() in the kernel's order. First a release loop
+// on the owner word with no lock held: a blocked donor (read without a
+// lock, as the kernel does with preemption off) forces a hand-off and
+// leaves the word alone; a HANDOFF request does too; otherwise the word is
+// released (the lock is free from here on, before wait_lock is taken) and
+// without waiters that is all. Then wait_lock and p's blocked_lock: the
+// donor, if it still waits for this lock, or else the first waiter is
+// chosen and marked BO_WAKING under its own blocked_lock (nested), the
+// lock is handed to it if the release loop decided so, and it is queued
+// on wq for the caller to wake once both locks are dropped.
 func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
-	me := uint64(p.ID) << 3
-	if m.owner.CompareAndSwap(me, 0) {
+	me := uint64(p.ID)
+	if m.owner.CompareAndSwap(me<<3, 0) {
 		c.Emit(trace.EvUnlock, int32(p.ID), int32(m.id), 0, 0)
 		return
 	}
-	if m.owner.Load()>>3 != uint64(p.ID) {
-		// DEBUG_LOCKS_WARN_ON(__owner_task(owner) != current)
-		c.Warn(check.InvMutexMisuse, p.ID, p.String(), "mutex_unlock: %v unlocks %v owned by %d", p, m, m.owner.Load()>>3)
-		return
-	}
 	forced := false
-	if c.Proxy {
-		// A blocked donor forces hand-off mode: the lock goes straight
-		// to the donor the scheduler ranked highest, and no spinner can
-		// steal it.
-		m.waitLock.Lock(c.CPU)
-		p.BlockedLock.Lock(c.CPU)
-		forced = p.BlockedDonor(c.CPU) != nil
-	}
-	old := m.owner.Load()
-	if !forced {
-		for old&FlagHandoff == 0 {
-			if m.owner.CompareAndSwap(old, old&flagMask) {
-				break
-			}
-			old = m.owner.Load()
-		}
-		if old&FlagHandoff == 0 && old&FlagWaiters == 0 {
-			if c.Proxy {
-				p.BlockedLock.Unlock(c.CPU)
-				m.waitLock.Unlock(c.CPU)
-			}
-			c.Emit(trace.EvUnlock, int32(p.ID), int32(m.id), 0, 0)
+	var old uint64
+	for {
+		old = m.owner.Load()
+		if old>>3 != me {
+			// MUTEX_WARN(__owner_task(owner) != current)
+			c.Warn(check.InvMutexMisuse, p.ID, p.String(), "mutex_unlock: %v unlocks %v owned by %d", p, m, old>>3)
 			return
 		}
+		if c.Proxy && p.BlockedDonor() != nil {
+			// A blocked donor forces hand-off mode: the lock goes straight
+			// to the donor the scheduler ranked highest, and no spinner
+			// can steal it. The owner word stays ours until the hand-off.
+			forced = true
+			break
+		}
+		if old&FlagHandoff != 0 {
+			break // the first waiter asked for it: hand it over below
+		}
+		if m.owner.CompareAndSwap(old, old&flagMask) {
+			if old&FlagWaiters == 0 {
+				c.Emit(trace.EvUnlock, int32(p.ID), int32(m.id), 0, 0)
+				return
+			}
+			break // released; wake a waiter to compete for it
+		}
 	}
-	if !c.Proxy {
-		m.waitLock.Lock(c.CPU)
+	m.waitLock.Lock(c.CPU)
+	if c.Proxy {
+		p.BlockedLock.Lock(c.CPU)
 	}
 	var next *task.Task
 	donorHandoff := false
 	if c.Proxy {
-		if d := p.BlockedDonor(c.CPU); d != nil {
+		if d := p.BlockedDonor(); d != nil {
 			d.BlockedLock.LockNested(c.CPU)
 			if d.BlockedOn(c.CPU) == task.Lock(m) {
 				next = d
 				donorHandoff = true
 				m.setWaking(c, d)
-				p.SetBlockedDonor(c.CPU, nil)
+				p.SetBlockedDonor(nil)
 			}
 			d.BlockedLock.Unlock(c.CPU)
 		}

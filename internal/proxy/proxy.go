@@ -150,12 +150,6 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 			wl.Unlock(c.CPU)
 			goto out
 		}
-		if owner == p {
-			// The lock was handed to p; let ttwu_runnable finish it.
-			p.BlockedLock.Unlock(c.CPU)
-			wl.Unlock(c.CPU)
-			return done(ReschedIdle(c, r))
-		}
 		if c.Bug(bugs.CPUBeforeOnRQ) {
 			// Bug 3 (before v18): task_cpu(owner) is tested first, so a
 			// sleeping owner on another CPU draws a needless migration.
@@ -270,13 +264,19 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 			wl.Unlock(c.CPU)
 			return done(nil)
 		}
+		if owner == p {
+			// The lock was handed to p (tested last, as in the kernel);
+			// let ttwu_runnable finish it.
+			p.BlockedLock.Unlock(c.CPU)
+			wl.Unlock(c.CPU)
+			return done(ReschedIdle(c, r))
+		}
 	link:
 		// owner is queued on this rq: the rq lock pins it. Record who
-		// donates to it (read by its unlock for the hand-off).
+		// donates to it (read by its unlock for the hand-off), with the
+		// rq lock held, as the kernel does.
+		owner.SetBlockedDonor(p)
 		p.BlockedLock.Unlock(c.CPU)
-		owner.BlockedLock.Lock(c.CPU)
-		owner.SetBlockedDonor(c.CPU, p)
-		owner.BlockedLock.Unlock(c.CPU)
 		wl.Unlock(c.CPU)
 	}
 	// p runs on donor's behalf.
@@ -354,17 +354,17 @@ func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int
 	n := 0
 	for t := p; t != nil && n < MaxChain; {
 		if t == r.Curr() || !t.Queued() || t.CPU() != r.CPU {
+			// The kernel WARNs on curr and would dequeue a task that is
+			// not queued here; the walk find_proxy_task just made cannot
+			// lead there.
+			mach.Report(c, check.InvProxyMigrate, t, fmt.Sprintf("proxy_migrate_task: chain link %v of %v is curr or not queued on cpu%d (queued=%v cpu%d)", t, p, r.CPU, t.Queued(), t.CPU()))
 			break
 		}
 		r.DeactivateTask(c, t, rq.DequeueMigrating)
 		rq.SetTaskCPU(c, t, target, true, reasonFor(n))
 		moved[n] = t
 		n++
-		t.BlockedLock.Lock(c.CPU)
-		next := t.BlockedDonor(c.CPU)
-		t.SetBlockedDonor(c.CPU, nil)
-		t.BlockedLock.Unlock(c.CPU)
-		t = next
+		t = t.BlockedDonor() // the rq lock pins the chain; the kernel leaves the links set
 	}
 	c.Inc(stats.ProxyMigrations)
 	if n > 1 {
@@ -457,7 +457,12 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 			ret = true
 		}
 		p.SetBOState(c, task.BORunnable)
-		r.ReschedCurr(c)
+		if ret || !c.Bug(bugs.ProxyKeepsDonor) {
+			// The reference kernel's proxy_needs_return leaves a task at
+			// home alone (no resched): with the unlock's re-pick gone too,
+			// that is finding F2.
+			r.ReschedCurr(c)
+		}
 	}
 	return ret
 }

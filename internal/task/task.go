@@ -186,7 +186,14 @@ type Task struct {
 	BlockedLock    spinlock.Lock
 	blockedOn      Lock    // protected by BlockedLock (and the mutex's wait_lock for writes)
 	blockedOnState BOState // protected by BlockedLock
-	blockedDonor   *Task   // protected by BlockedLock: who donates to us right now
+	// blockedDonor is who donates to us right now. Written with the rq
+	// lock of task_cpu(p) held by __schedule and find_proxy_task while p
+	// is queued there, and cleared by p itself in mutex unlock while it
+	// runs; read by that unlock without a lock. The kernel's argument
+	// (mutex.c: preemption is off in the unlock, and only the CPU p runs
+	// on writes the field) is what keeps this a plain field: the race
+	// detector checks it.
+	blockedDonor *Task
 	// BOSince is the clock of the CPU that last set BO_WAKING. Protected
 	// by BlockedLock.
 	BOSince int64
@@ -354,17 +361,11 @@ func (p *Task) BlockedOnState(c *spinlock.CPU) BOState {
 	return p.blockedOnState
 }
 
-// BlockedDonor returns blocked_donor; BlockedLock must be held.
-func (p *Task) BlockedDonor(c *spinlock.CPU) *Task {
-	p.BlockedLock.AssertHeld(c)
-	return p.blockedDonor
-}
+// BlockedDonor returns blocked_donor (see the field for who may read it).
+func (p *Task) BlockedDonor() *Task { return p.blockedDonor }
 
-// SetBlockedDonor sets blocked_donor; BlockedLock must be held.
-func (p *Task) SetBlockedDonor(c *spinlock.CPU, d *Task) {
-	p.BlockedLock.AssertHeld(c)
-	p.blockedDonor = d
-}
+// SetBlockedDonor sets blocked_donor (see the field for who may write it).
+func (p *Task) SetBlockedDonor(d *Task) { p.blockedDonor = d }
 
 // Peek returns the blocked fields without asserting a lock: only for
 // stop-the-world audits and reports, when every CPU is parked.
