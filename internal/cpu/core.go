@@ -9,7 +9,6 @@ import (
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/proxy"
-	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/trace"
@@ -151,9 +150,6 @@ func (cp *CPU) tryToBlockTask(prev *task.Task, st task.State) {
 		c.Emit(trace.EvDonorKeep, int32(prev.ID), 0, 0, 0)
 		return
 	}
-	r.DeactivateTask(c, prev, rq.DequeueSleep)
-	if st == task.Uninterruptible {
-		r.NrUninterruptible++
-	}
+	r.BlockTask(c, prev, st)
 	c.Emit(trace.EvBlock, int32(prev.ID), int32(st), 0, 0)
 }

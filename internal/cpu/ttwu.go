@@ -140,9 +140,6 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 		}
 	}
 	setRunnable(c, p)
-	if c.Proxy && m.cfg.SleepingOwners {
-		proxy.UnlinkSleepingOwner(c, p)
-	}
 	cpu := m.selectTaskRQ(c, p)
 	if cpu != p.CPU() {
 		why := trace.ReasonWake
@@ -278,10 +275,8 @@ func (m *Machine) ttwuQueue(c *percpu.Ctx, p *task.Task, cpu int) bool {
 // ttwuDoActivate is ttwu_do_activate(): enqueue, preempt check, RUNNING.
 func (m *Machine) ttwuDoActivate(c *percpu.Ctx, r *rq.RQ, p *task.Task) {
 	r.UpdateClock(c)
-	if p.State() == task.Uninterruptible || p.State() == task.Waking {
-		if r.NrUninterruptible > 0 {
-			r.NrUninterruptible--
-		}
+	if p.ContributesToLoad {
+		r.NrUninterruptible--
 	}
 	flags := rq.EnqueueWakeup
 	if p.Migrating() {

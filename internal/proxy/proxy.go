@@ -198,7 +198,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				// blocked_lock, and is linked even if the owner woke.
 				wl.Unlock(c.CPU)
 				ReschedIdle(c, r)
-				r.DeactivateTask(c, park, rq.DequeueSleep)
+				r.BlockTask(c, park, park.State())
 				owner.BlockedLock.Lock(c.CPU)
 				park.SleepingOwner.Store(owner)
 				park.ParkedBatch = 0
@@ -326,7 +326,7 @@ func Deactivate(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) bool {
 	if donor.State() == task.Running {
 		return false
 	}
-	r.DeactivateTask(c, donor, rq.DequeueSleep)
+	r.BlockTask(c, donor, donor.State())
 	c.Inc(stats.ProxyDeactivations)
 	c.Emit(trace.EvBlock, int32(donor.ID), int32(donor.State()), 1, 0)
 	return true
@@ -427,7 +427,7 @@ func ForceReturn(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task) {
 	if p == r.Curr() || !p.Queued() || p.CPU() != r.CPU {
 		return
 	}
-	r.DeactivateTask(c, p, rq.DequeueSleep)
+	r.BlockTask(c, p, p.State())
 	r.ZapBalanceCallbacks(c)
 	c.Inc(stats.ForceReturns)
 	checkLockDrop(c, mach, r, []*task.Task{p})
@@ -453,6 +453,10 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 				r.SetDonor(c, r.Idle)
 			}
 			r.DeactivateTask(c, p, rq.DequeueMigrating)
+			// It left as a donor, never through block_task: its wake-up
+			// must not take back a count it never added (the reference
+			// dequeues it with block_task(TASK_WAKING), which clears it).
+			p.ContributesToLoad = false
 			c.Inc(stats.ReturnMigrations)
 			ret = true
 		}
@@ -479,31 +483,9 @@ func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
 	p.ParkedBatch = 0
 	owner.BlockedHead = append(owner.BlockedHead, p)
 	ReschedIdle(c, r)
-	r.DeactivateTask(c, p, rq.DequeueSleep)
+	r.BlockTask(c, p, p.State())
 	c.Inc(stats.SleepingOwnerEnqueues)
 	c.Emit(trace.EvParkOnOwner, int32(p.ID), int32(owner.ID), 0, 0)
-}
-
-// UnlinkSleepingOwner takes p, which is being woken (its pi_lock is held,
-// it is off every runqueue), off the list of the owner it is parked on.
-func UnlinkSleepingOwner(c *percpu.Ctx, p *task.Task) {
-	p.PiLock.AssertHeld(c.CPU)
-	so := p.SleepingOwner.Load()
-	if so == nil {
-		return
-	}
-	so.BlockedLock.Lock(c.CPU)
-	if p.SleepingOwner.Load() == so {
-		for i, w := range so.BlockedHead {
-			if w == p {
-				so.BlockedHead = append(so.BlockedHead[:i], so.BlockedHead[i+1:]...)
-				break
-			}
-		}
-		p.ParkedBatch = 0 // out of a detached batch too (list_del_init)
-		p.SleepingOwner.Store(nil)
-	}
-	so.BlockedLock.Unlock(c.CPU)
 }
 
 // ActivateBlockedWaiters is activate_blocked_waiters() [full], run at the
@@ -608,6 +590,9 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *
 	tr := mach.RQ(target)
 	tr.Lock(c)
 	rq.SetTaskCPU(c, w, target, true, trace.ReasonActivation)
+	if w.ContributesToLoad {
+		tr.NrUninterruptible--
+	}
 	tr.ActivateTask(c, w, rq.EnqueueWakeup|rq.EnqueueMigrated)
 	tr.CheckPreemptCurr(c, w)
 	tr.Unlock(c)

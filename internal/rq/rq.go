@@ -71,7 +71,9 @@ type RQ struct {
 	minVruntime int64
 	execStart   int64 // rq clock when curr/donor last started being charged
 	Clock       int64 // rq clock: the owning CPU's clock at the last update
-	// NrUninterruptible and NrIOWait count sleepers that last ran here.
+	// NrUninterruptible counts TASK_UNINTERRUPTIBLE sleepers that blocked
+	// here, less those woken here (it may go negative; the sum over all
+	// runqueues is the number of such sleepers).
 	NrUninterruptible int64
 	balanceCallbacks  []BalanceCallback
 
@@ -303,11 +305,33 @@ func (r *RQ) updateMinVruntime() {
 	}
 }
 
-// ActivateTask is activate_task(): enqueue and mark on_rq QUEUED.
+// ActivateTask is activate_task() of the full series: take p off the
+// list of a sleeping owner it may still be parked on, then enqueue it and
+// mark it on_rq QUEUED under p's blocked_lock, which orders the store
+// against find_proxy_task's second look at on_rq under the same lock
+// before it parks a donor on p.
 func (r *RQ) ActivateTask(c *percpu.Ctx, p *task.Task, flags int) {
+	if c.Proxy {
+		p.RemoveFromSleepingOwner(c.CPU)
+	}
+	p.BlockedLock.Lock(c.CPU)
 	r.Enqueue(c, p, flags)
 	p.SE.Runnable = c.Now
 	p.SetOnRQ(task.OnRQQueued)
+	p.BlockedLock.Unlock(c.CPU)
+}
+
+// BlockTask is block_task(): p goes to sleep in state st and leaves the
+// runqueue (on_rq 0 last). A TASK_UNINTERRUPTIBLE sleep counts in this
+// rq's nr_uninterruptible (sched_contributes_to_load); the activation
+// that wakes p takes it back on whatever rq it wakes on, so one rq's
+// count may go negative: only the sum means something.
+func (r *RQ) BlockTask(c *percpu.Ctx, p *task.Task, st task.State) {
+	p.ContributesToLoad = st == task.Uninterruptible
+	if p.ContributesToLoad {
+		r.NrUninterruptible++
+	}
+	r.DeactivateTask(c, p, DequeueSleep)
 }
 
 // DeactivateTask is deactivate_task() / block_task(). A move

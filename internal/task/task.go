@@ -178,6 +178,12 @@ type Task struct {
 	CPUsMask       Mask
 	NrCPUsAllowed  int
 	MigrationReady bool // protected by the rq lock: affinity moved away from a running task; move it when it switches out
+	// ContributesToLoad is sched_contributes_to_load: set by block_task
+	// from the state the task sleeps in (TASK_UNINTERRUPTIBLE counts in
+	// its rq's nr_uninterruptible); the activation that wakes it takes
+	// the count back on its own rq. Written under the rq lock of the rq
+	// it blocks on; read by its waker, which owns the sleeping task.
+	ContributesToLoad bool
 
 	// SE is protected by the rq lock of task_cpu(p).
 	SE SchedEntity
@@ -359,6 +365,35 @@ func (p *Task) BlockedOn(c *spinlock.CPU) Lock {
 func (p *Task) BlockedOnState(c *spinlock.CPU) BOState {
 	p.BlockedLock.AssertHeld(c)
 	return p.blockedOnState
+}
+
+// RemoveFromSleepingOwner is proxy_remove_from_sleeping_owner(): take p
+// off the list of the sleeping owner it is parked on, if any. The owner
+// is read without a lock (data_race(READ_ONCE)) and checked again under
+// its blocked_lock; if p moved to another list meanwhile, try again.
+// Called by every activation (activate_task) before p is enqueued.
+func (p *Task) RemoveFromSleepingOwner(c *spinlock.CPU) {
+	for {
+		so := p.SleepingOwner.Load()
+		if so == nil {
+			return
+		}
+		so.BlockedLock.Lock(c)
+		if p.SleepingOwner.Load() != so {
+			so.BlockedLock.Unlock(c)
+			continue
+		}
+		for i, w := range so.BlockedHead {
+			if w == p {
+				so.BlockedHead = append(so.BlockedHead[:i], so.BlockedHead[i+1:]...)
+				break
+			}
+		}
+		p.ParkedBatch = 0 // out of a detached batch too (list_del_init)
+		p.SleepingOwner.Store(nil)
+		so.BlockedLock.Unlock(c)
+		return
+	}
 }
 
 // BlockedDonor returns blocked_donor (see the field for who may read it).
