@@ -17,15 +17,18 @@ import (
 
 const bugsUsage = `Usage: proxysim bugs [--json] [--hunt [--seeds N] [--budget D] [--only NAME]]
 
-Lists the catalogue of real proxy-execution bugs that proxysim can switch
-back on with --bug NAME (docs/protocol.md describes each).
+Lists the catalogue that --bug NAME switches on: historical bugs of the
+proxy-execution series (fixed upstream in the version named) and findings
+(holes proxysim found in the reference kernel's code, open there: --bug
+restores the kernel's code, the default runs the proposed fix; see
+docs/findings.md).
 
 Flags:
 `
 
 func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("bugs", bugsUsage, stderr)
-	asJSON := fs.Bool("json", false, "print JSON (the catalogue: a list of {name, fixed_in, description, number, detector}; with --hunt: the table)")
+	asJSON := fs.Bool("json", false, "print JSON (the catalogue: a list of {name, kind, fixed_in, description, number, detector}; with --hunt: the table)")
 	hunt := fs.Bool("hunt", false, "measure time to detection: run 'proxysim stress --bug NAME' for every bug (or each --only) over --seeds seeds")
 	seeds := fs.Int("seeds", 5, "with --hunt: seeds per bug (1, 2, ...)")
 	budget := fs.Duration("budget", 60*time.Second, "with --hunt: wall-clock budget of one run")
@@ -50,9 +53,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 			enc.SetIndent("", "  ")
 			return exitOK, enc.Encode(bugs.Catalogue)
 		}
-		fmt.Fprintf(stdout, "%-24s %-13s %s\n", "NAME", "FIXED IN", "DESCRIPTION")
+		fmt.Fprintf(stdout, "%-24s %-10s %-13s %s\n", "NAME", "KIND", "FIXED IN", "DESCRIPTION")
 		for _, b := range bugs.Catalogue {
-			fmt.Fprintf(stdout, "%-24s %-13s %s\n", b.Name, b.FixedIn, b.Description)
+			fmt.Fprintf(stdout, "%-24s %-10s %-13s %s\n", b.Name, b.Kind, b.FixedIn, b.Description)
 		}
 		return exitOK, nil
 	}
@@ -161,5 +164,6 @@ func cmdVersion(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(stdout, " (%s)", rev)
 	}
 	fmt.Fprintf(stdout, " %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(stdout, "kernel reference: %s (docs/kernel-map.md)\n", bugs.ReferenceFull)
 	return exitOK, nil
 }

@@ -127,16 +127,21 @@ var Catalogue = []Bug{
 	{TTWUKeepsBlocked, 0, "ttwu-keeps-blocked", Historical, "v29",
 		"v22's try_to_wake_up leaves a mutex waiter's blocked_on_state alone: a delayed wake of a waiter that has re-armed BO_BLOCKED makes it TASK_RUNNING while still BO_BLOCKED (v29 replaced the tri-state with is_blocked, cleared with TASK_RUNNING; the model's tri-state marks it BO_WAKING instead)",
 		"audit: TASK_RUNNING yet blocked (invariant 31)"},
-	{EarlyActivation, 0, "early-activation", Finding, "open in " + Reference,
+	{EarlyActivation, 0, "early-activation", Finding, "open@014c4be7",
 		"try_to_wake_up runs activate_blocked_waiters at its end on every path, also when the owner went onto a remote wake list and is not enqueued yet: a donor that parks on the owner (still on_rq 0) after that pass is stranded on a running owner",
 		"audit: waiter stranded on an awake owner's list (invariant 15)"},
-	{ProxyKeepsDonor, 0, "proxy-keeps-donor", Finding, "open in " + Reference,
+	{ProxyKeepsDonor, 0, "proxy-keeps-donor", Finding, "open@014c4be7",
 		"a proxy that releases the lock its donor waits for hands it to the donor (or another waiter) and wakes it, but nothing reschedules: ttwu_runnable's wakeup_preempt compares the donor with itself, so the proxy keeps running on the scheduling context of a donor that is no longer blocked on it",
 		"audit: curr is neither the donor nor the end of its chain, with no reschedule pending (invariant 4)"},
 }
 
 // Reference is the kernel code the model follows (docs/kernel-map.md).
 const Reference = "johnstultz-work/linux-dev@014c4be7"
+
+// ReferenceFull names every file of the reference with its commit.
+const ReferenceFull = "johnstultz-work/linux-dev kernel/sched/core.c@014c4be7310b1b27276ea16789904f6134f19607, " +
+	"kernel/locking/mutex.c@663edfe3177933d419c5a9e761a73cd089480291, kernel/sched/rt.c@84014e78ee6203655639bd5823bd89408f62a0a6; " +
+	"blocked_on states in the v22 tri-state form (LKML v22, 20250926032931.27663-1)"
 
 func init() {
 	if len(Catalogue) != int(NumBugs) {

@@ -1,0 +1,33 @@
+package bugs
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every entry says whether it is historical (fixed upstream in a named
+// version) or a finding (open in the reference).
+func TestKinds(t *testing.T) {
+	findings := 0
+	for _, b := range Catalogue {
+		switch b.Kind {
+		case Historical:
+			if b.FixedIn == "" || strings.HasPrefix(b.FixedIn, "open") {
+				t.Errorf("%s: historical entry without a fixing version (%q)", b.Name, b.FixedIn)
+			}
+		case Finding:
+			findings++
+			if !strings.HasPrefix(b.FixedIn, "open@") || !strings.Contains(Reference, strings.TrimPrefix(b.FixedIn, "open@")) {
+				t.Errorf("%s: finding not marked open in the reference %s (%q)", b.Name, Reference, b.FixedIn)
+			}
+		default:
+			t.Errorf("%s: kind %q", b.Name, b.Kind)
+		}
+		if b.Description == "" || b.Detector == "" {
+			t.Errorf("%s: no description or detector", b.Name)
+		}
+	}
+	if findings == 0 {
+		t.Error("no findings in the catalogue")
+	}
+}
