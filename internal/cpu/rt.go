@@ -62,7 +62,12 @@ func findExecCtx(c *percpu.Ctx, r *rq.RQ, p *task.Task) (*task.Task, []*task.Tas
 			return t, chain
 		}
 		o := m.OwnerTask()
-		if o == nil || o == t || !o.Queued() || o.CPU() != r.CPU {
+		if o == nil || o == t {
+			// The lock is free or being handed to t: t itself is the
+			// execution context (its mask decides), as in find_exec_ctx.
+			return t, chain
+		}
+		if !o.Queued() || o.CPU() != r.CPU {
 			return nil, chain
 		}
 		t = o
