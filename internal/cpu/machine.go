@@ -344,8 +344,9 @@ func (m *Machine) DetectedAfter() time.Duration {
 // WallTime is how long Run took.
 func (m *Machine) WallTime() time.Duration { return m.wallEnd.Sub(m.wallStart) }
 
-// watch is the watchdog: it enforces the wall-clock limit and reports a
-// hang when no epoch completes for HangTimeout.
+// watch is the watchdog: it enforces the wall-clock limit and, in
+// concurrent mode only, reports a hang when no epoch completes for
+// HangTimeout.
 func (m *Machine) watch(finished chan struct{}) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -387,7 +388,10 @@ func (m *Machine) watch(finished chan struct{}) {
 				}
 				continue
 			}
-			if m.cfg.HangTimeout > 0 && now.Sub(lastChange) > m.cfg.HangTimeout {
+			// Deterministic mode has its own watchdog in conductor turns
+			// (m.cond.StallSteps): its result must not depend on how fast
+			// the host runs, so the wall-clock one stays out of it.
+			if m.cond == nil && m.cfg.HangTimeout > 0 && now.Sub(lastChange) > m.cfg.HangTimeout {
 				m.HangDump = allStacks()
 				m.report(-1, check.InvHang, nil, fmt.Sprintf("no epoch completed for %v of real time (epoch %d): CPUs stuck in a lock, a spin or a livelock", m.cfg.HangTimeout, last), int64(m.Log.Seq()))
 			}
