@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,8 +15,16 @@ import (
 )
 
 // WriteFileAtomic writes via a temporary file in the same directory and
-// renames it into place, so a reader never sees half a file.
+// renames it into place, so a reader never sees half a file. Errors name
+// path, never the temporary file.
 func WriteFileAtomic(path string, write func(w io.Writer) error) error {
+	if err := writeFileAtomic(path, write); err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: underlying(err)}
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -37,7 +46,48 @@ func WriteFileAtomic(path string, write func(w io.Writer) error) error {
 		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// underlying strips the path (the temporary file's) from a file error.
+func underlying(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// CheckWritable checks, before a run, that path can be written the way
+// WriteFileAtomic writes it: its directory exists and takes new files,
+// and path is not a directory. It leaves nothing behind.
+func CheckWritable(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: no directory %s", path, dir)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %v", path, underlying(err))
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
 }
 
 // WritePreamble writes the seed and command line to the report file before
@@ -45,7 +95,7 @@ func WriteFileAtomic(path string, write func(w io.Writer) error) error {
 // (GORACE=halt_on_error=1) still leaves its reproducer behind.
 func WritePreamble(path string, seed uint64, cmdline string) error {
 	return WriteFileAtomic(path, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "proxysim report (run in progress or killed)\nseed: %d\nreproduce: %s\n\nIf this is all the file holds, the process died before it could finish the report:\nlook at its stderr (a Go data race report under -race, or a crash).\n", seed, cmdline)
+		_, err := fmt.Fprintf(w, "proxysim report (run in progress or killed)\nversion: %s\nseed: %d\nreproduce: %s\n\nIf this is all the file holds, the process died before it could finish the report:\nlook at its stderr (a Go data race report under -race, or a crash).\n", Version(), seed, cmdline)
 		return err
 	})
 }
@@ -132,6 +182,7 @@ func (r *Run) FormatReport(w io.Writer, s *Summary, cmdline string, lastEvents i
 	m := r.Machine
 	fmt.Fprintf(w, "proxysim failure report\n=======================\n\n")
 	fmt.Fprintf(w, "reproduce: %s\n", cmdline)
+	fmt.Fprintf(w, "version: %s\n", Version())
 	fmt.Fprintf(w, "seed: %d  cpus: %d  tasks: %d  workload: %s  proxy_exec: %s  bugs: %s\n", s.Seed, s.CPUs, s.Tasks, s.Workload, onOff(s.ProxyExec), strings.Join(s.Bugs, ","))
 	fmt.Fprintf(w, "stopped: %s\n\n", s.StopReason)
 	fmt.Fprintf(w, "violations (%d):\n", len(s.Violations))

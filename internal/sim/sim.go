@@ -37,6 +37,9 @@ type Options struct {
 	WakingBound    time.Duration
 	Hooks          func(cpu int) spinlock.Hooks
 	OnEpoch        func(m *cpu.Machine, horizon int64)
+	// OnSetup, if set, is told how many of the scenario's tasks Build has
+	// created (every few thousand, and at the end).
+	OnSetup func(done, total int)
 
 	// Deterministic runs the machine serially under a conductor with
 	// Strategy ("time", "random", "pct:D"); jitter and stutter are off.
@@ -60,7 +63,18 @@ func Defaults() Options {
 	}
 }
 
-// LoadScenario resolves a workload name or file.
+// IsBuiltin says whether name is a built-in workload (not a file).
+func IsBuiltin(name string) bool {
+	for _, b := range workload.BuiltinNames() {
+		if b == name {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadScenario resolves a workload name or file. A scenario file without
+// a name is named after the file.
 func LoadScenario(name string, cpus, tasks int) (*workload.Scenario, error) {
 	if s, err := workload.Builtin(name, cpus, tasks); err == nil {
 		return s, nil
@@ -68,7 +82,14 @@ func LoadScenario(name string, cpus, tasks int) (*workload.Scenario, error) {
 	if _, err := os.Stat(name); err != nil {
 		return nil, fmt.Errorf("unknown workload %q: not a built-in (%v) and not a readable file", name, workload.BuiltinNames())
 	}
-	return workload.ParseFile(name)
+	s, err := workload.ParseFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if s.Name == "" {
+		s.Name = name
+	}
+	return s, nil
 }
 
 // Run is one simulation.
@@ -146,6 +167,9 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		return nil, err
 	}
 	for i, p := range plans {
+		if o.OnSetup != nil && i%4096 == 0 {
+			o.OnSetup(i, len(plans))
+		}
 		// spread initial placement over the allowed CPUs
 		start := (i * 7919) % o.CPUs
 		c := p.Mask.Next(start)
@@ -156,6 +180,9 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 			Mask: p.Mask, Prog: p.Prog, CPU: c, Seed: o.Seed + uint64(i)*0x9e3779b97f4a7c15}); err != nil {
 			return nil, err
 		}
+	}
+	if o.OnSetup != nil {
+		o.OnSetup(len(plans), len(plans))
 	}
 	return run, nil
 }
