@@ -84,8 +84,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 	var p *task.Task
 	links := uint64(0)
 	done := func(ret *task.Task) *task.Task {
-		c.Stats.Observe(stats.HistChainLength, links)
-		c.Stats.Observe(stats.HistFPTSpins, links)
+		c.Stats.FindProxyTaskDone(links, ret != nil)
 		if ret == nil {
 			c.Inc(stats.FindProxyTaskRetries)
 		}
@@ -377,9 +376,6 @@ func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int
 		t = next
 	}
 	c.Inc(stats.ProxyMigrations)
-	if n > 1 {
-		c.Add(stats.ChainMigrations, uint64(n-1))
-	}
 	if !c.Bug(bugs.StaleBalanceCallbacks) {
 		r.ZapBalanceCallbacks(c)
 	}

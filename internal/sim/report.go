@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/proxysim/proxysim/internal/task"
@@ -123,15 +125,18 @@ func FormatSummary(w io.Writer, s *Summary) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  mutex contentions %d\n", s.MutexContentions)
 	if s.ProxyExec {
+		// Protocol operations, not task moves: the moves are in the
+		// migrations line above (reasons proxy, chain, return, force_return).
 		c := s.Counters
-		fmt.Fprintf(w, "  proxy             picks %d, proxy migrations %d (chain %d), returns %d, force returns %d,\n", c["proxy_pick_same_rq"], c["proxy_migrations"], c["chain_migrations"], c["return_migrations"], c["force_returns"])
+		fmt.Fprintf(w, "  proxy             picks %d, proxy_migrate_task calls %d, proxy_needs_return dequeues %d, proxy_force_return dequeues %d,\n", c["proxy_pick_same_rq"], c["proxy_migrations"], c["return_migrations"], c["force_returns"])
 		fmt.Fprintf(w, "                    parked on sleeping owners %d, activated %d, donor hand-offs %d, resched idle %d\n", c["sleeping_owner_enqueues"], c["blocked_waiter_activations"], c["donor_handoffs"], c["proxy_resched_idle"])
 	}
-	fmt.Fprintf(w, "  groups:\n")
+	fmt.Fprintf(w, "  groups (p99: the top of its histogram bucket, so \"<=\"):\n")
+	fmt.Fprintf(w, "    %-10s %5s  %-10s  %-12s %-10s  %-12s %s\n", "GROUP", "TASKS", "RUNTIME", "WAIT P99", "WAIT MAX", "WAKEUP P99", "WAKEUP MAX")
 	for _, name := range sortedKeys(s.Groups) {
 		g := s.Groups[name]
-		fmt.Fprintf(w, "    %-10s %4d tasks  runtime %-10s mutex wait p99 %-9s max %-9s wakeup latency p99 %-9s max %s\n", name, g.Tasks, fmtNs(g.RuntimeNs),
-			fmtNs(g.P99MutexWaitNs), fmtNs(g.MaxMutexWaitNs), fmtNs(g.P99WakeupLatencyNs), fmtNs(g.MaxWakeupLatencyNs))
+		fmt.Fprintf(w, "    %-10s %5d  %-10s  %-12s %-10s  %-12s %s\n", name, g.Tasks, fmtNs(g.RuntimeNs),
+			FormatBound(g.P99MutexWaitNs), fmtNs(g.MaxMutexWaitNs), FormatBound(g.P99WakeupLatencyNs), fmtNs(g.MaxWakeupLatencyNs))
 	}
 	if s.StopReason != "" {
 		fmt.Fprintf(w, "  stopped: %s\n", s.StopReason)
@@ -172,6 +177,32 @@ func fmtNs(ns int64) string {
 		return fmt.Sprintf("%.1fus", float64(ns)/1e3)
 	}
 	return fmt.Sprintf("%dns", ns)
+}
+
+// FormatBound prints an upper bound (a histogram bucket's top) as "<= X"
+// with three significant digits, rounded up so that it stays a bound.
+func FormatBound(ns int64) string {
+	if ns <= 0 {
+		return "0"
+	}
+	unit, div := "ns", 1.0
+	switch {
+	case ns >= 1e9:
+		unit, div = "s", 1e9
+	case ns >= 1e6:
+		unit, div = "ms", 1e6
+	case ns >= 1e3:
+		unit, div = "us", 1e3
+	}
+	v := float64(ns) / div
+	scale := 100.0 // three significant digits: v in [1, 1000)
+	if v >= 100 {
+		scale = 1
+	} else if v >= 10 {
+		scale = 10
+	}
+	v = math.Ceil(v*scale) / scale
+	return "<=" + strconv.FormatFloat(v, 'f', -1, 64) + unit
 }
 
 // FormatReport writes the failure report: what broke, where, the

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 
+	"github.com/proxysim/proxysim/internal/cpu"
+
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/workload"
 )
@@ -78,6 +80,14 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 			return false
 		}
 	}
+	// Candidates are bounded by conductor turns: one that has not failed
+	// within four times the turns the original took to fail (plus a
+	// million) counts as not failing. A counted bound, not a wall-clock
+	// one, so that the shrink does not depend on the host's speed; it
+	// keeps candidates that lost their compute and sleep steps (and spin)
+	// from taking seconds each.
+	var stepBudget uint64
+	const budgetStop = "shrink: turn budget spent"
 	// failsOn runs candidate c on one seed.
 	failsOn := func(c *workload.Scenario, sd uint64) bool {
 		if tries >= maxTries || stopped() {
@@ -86,6 +96,17 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 		tries++
 		oo := o
 		oo.CPUs, oo.Seed = c.CPUs, sd
+		if lim := stepBudget; lim > 0 {
+			prev := oo.OnEpoch
+			oo.OnEpoch = func(m *cpu.Machine, h int64) {
+				if m.ScheduleSteps() > lim {
+					m.Stop(budgetStop)
+				}
+				if prev != nil {
+					prev(m, h)
+				}
+			}
+		}
 		r, err := Build(oo, c)
 		if err != nil {
 			return false
@@ -100,7 +121,10 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 			}
 		}()
 		s := r.Execute()
-		return s.Failed() && s.Violations[0].Name == invariant && !stopped()
+		if stepBudget == 0 {
+			stepBudget = 4*s.ScheduleSteps + 1_000_000
+		}
+		return s.Failed() && s.Violations[0].Name == invariant && !stopped() && r.Machine.StopReason() != budgetStop
 	}
 	fails := func(c *workload.Scenario) bool {
 		for k := 0; k < max(1, so.Seeds); k++ {
