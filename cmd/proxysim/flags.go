@@ -101,6 +101,8 @@ type machineFlags struct {
 	report   string
 	trace    string
 	events   int
+	// printReport: a failure's report also goes to stderr (kubectl logs).
+	printReport bool
 	// set holds the flags given on the command line (after parsing).
 	set map[string]bool
 	// simTimeForever: a --sim-time of 0 means "until --duration or a
@@ -133,6 +135,7 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.StringVar(&mf.report, "report", "", "failure report file, written only when the run fails (default "+reportDefault+")")
 	fs.StringVar(&mf.trace, "trace", "", "write the last events as Chrome/Perfetto trace-event JSON to this file")
 	fs.IntVar(&mf.events, "report-events", 400, "events of all CPUs to include in a failure report")
+	fs.BoolVar(&mf.printReport, "print-report", false, "on a failure, also print the report to stderr (for a container: kubectl logs shows it after the pod is gone from disk)")
 	if def.Strategy == "" {
 		def.Strategy = "time"
 	}

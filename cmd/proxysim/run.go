@@ -96,6 +96,7 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 		} else {
 			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], path)
 		}
+		printReport(stderr, mf, r, s, cmdline)
 	} else if mf.report != "" {
 		// a clean run leaves no failure report: take the preamble back
 		_ = os.Remove(mf.report)
@@ -114,6 +115,16 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 		code = in.exitCode()
 	}
 	return code, nil
+}
+
+// printReport copies a failure's report to stderr with --print-report.
+func printReport(stderr io.Writer, mf *machineFlags, r *sim.Run, s *sim.Summary, cmdline string) {
+	if !mf.printReport {
+		return
+	}
+	fmt.Fprintf(stderr, "proxysim: ----- failure report -----\n")
+	r.FormatReport(stderr, s, cmdline, mf.events)
+	fmt.Fprintf(stderr, "proxysim: ----- end of failure report -----\n")
 }
 
 // printReproduce prints the seed and the command that repeats the run,

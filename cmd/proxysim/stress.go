@@ -188,6 +188,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		} else {
 			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], mf.report)
 		}
+		printReport(stderr, mf, r, s, cmdline)
 	} else {
 		// a clean run leaves no failure report: take the preamble back
 		_ = os.Remove(mf.report)

@@ -110,14 +110,18 @@ func TestCleanRunLeavesNoReport(t *testing.T) {
 		}
 	}
 	rep := filepath.Join(dir, "fail.report")
-	code, _, _ := runCLI(t, "run", "--cpus", "8", "--workload", "stress", "--sim-time", "2s", "--seed", "1", "--deterministic",
-		"--strategy", "random", "--bug", "runnable-without-return", "--report", rep)
+	code, _, errs := runCLI(t, "run", "--cpus", "8", "--workload", "stress", "--sim-time", "2s", "--seed", "1", "--deterministic",
+		"--strategy", "random", "--bug", "runnable-without-return", "--report", rep, "--print-report")
 	if code != exitViolation {
 		t.Fatalf("exit %d, want 1", code)
 	}
 	b, _ := os.ReadFile(rep)
 	if !strings.Contains(string(b), "\nversion: "+sim.Version()+"\n") {
 		t.Errorf("the report has no version line:\n%.400s", b)
+	}
+	// --print-report: the same report on stderr, for kubectl logs
+	if !strings.Contains(errs, "proxysim: ----- failure report -----\n"+string(b)+"proxysim: ----- end of failure report -----\n") {
+		t.Errorf("--print-report did not copy the report to stderr:\n%.600s", errs)
 	}
 }
 

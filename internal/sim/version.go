@@ -6,6 +6,10 @@ import (
 	"runtime/debug"
 )
 
+// revision is the VCS revision, stamped by deploy/build-binary.sh with
+// -ldflags -X where the build has no VCS information (a container build).
+var revision string
+
 // Version describes the running binary: its module version (or devel),
 // the VCS revision it was built from (with "+dirty" for a modified tree)
 // and the Go toolchain. Reports carry it, since a deterministic run
@@ -24,6 +28,9 @@ func Version() string {
 				dirty = s.Value == "true"
 			}
 		}
+	}
+	if rev == "" {
+		rev = revision
 	}
 	out := "proxysim " + v
 	if rev != "" {
