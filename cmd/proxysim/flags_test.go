@@ -25,6 +25,18 @@ func TestFlagAndPathErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "no", "such", "dir")
+	scenario := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	wideMask := scenario("wide.json", "{\"groups\": [\n  {\"name\": \"g\",\n   \"cpus\": \"0-15\",\n   \"program\": [{\"sleep\": \"1ms\"}]}]}\n")
+	freeUnlock := scenario("free.json", "{\"mutexes\": [\"a\"], \"groups\": [{\"name\": \"g\", \"program\": [\n  {\"unlock\": \"a\"},\n  {\"sleep\": \"1ms\"}]}]}\n")
+	abba := scenario("abba.json", `{"mutexes": ["a", "b"], "groups": [
+  {"name": "g", "count": 2, "program": [{"lock": "a"}, {"lock": "b"}, {"compute": "1ms"}, {"unlock": "b"}, {"unlock": "a"}]},
+  {"name": "h", "count": 2, "program": [{"lock": "b"}, {"lock": "a"}, {"compute": "1ms"}, {"unlock": "a"}, {"unlock": "b"}]}]}`)
 	cases := []struct {
 		args []string
 		want string // in the error line
@@ -53,6 +65,9 @@ func TestFlagAndPathErrors(t *testing.T) {
 		{[]string{"explore", "--report", filepath.Join(missing, "r.txt")}, filepath.Join(missing, "r.txt")},
 		{[]string{"shrink", rep, "--out", filepath.Join(missing, "x.json")}, filepath.Join(missing, "x.json")},
 		{[]string{"shrink", rep, "--seeds", "0"}, "--seeds 0 out of range"},
+		{[]string{"run", "--cpus", "4", "--workload", wideMask}, wideMask + ": line 3: groups[0].cpus"},
+		{[]string{"run", "--cpus", "4", "--sim-time", "50ms", "--workload", freeUnlock}, freeUnlock + ": line 2: groups[0].program[0]: unlocks a"},
+		{[]string{"stress", "--cpus", "4", "--sim-time", "50ms", "--workload", abba}, "lock order cycle a -> b -> a"},
 	}
 	for _, c := range cases {
 		start := time.Now()

@@ -51,7 +51,6 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 		return 0, err
 	}
 	cmdline := reproduce(verb, args, mf)
-	printReproduce(stderr, mf.o.Seed, cmdline)
 	in := watchInterrupts(stderr, "the run")
 	defer in.close()
 	prog := startProgress(stderr, showProgress, mf.o.SimTime)
@@ -62,6 +61,7 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return 0, usageError{err.Error()}
 	}
+	printReproduce(stderr, mf.o.Seed, cmdline)
 	if mf.report != "" {
 		if err := sim.WritePreamble(mf.report, mf.o.Seed, cmdline); err != nil {
 			return 0, usagef("--report: %v", err)

@@ -139,13 +139,13 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		return 0, err
 	}
 	cmdline := reproduce("stress", args, mf)
-	printReproduce(stderr, mf.o.Seed, cmdline)
-	if err := sim.WritePreamble(mf.report, mf.o.Seed, cmdline); err != nil {
-		return 0, usagef("--report: %v", err)
-	}
 	r, err := sim.Build(mf.o, sc)
 	if err != nil {
 		return 0, usageError{err.Error()}
+	}
+	printReproduce(stderr, mf.o.Seed, cmdline)
+	if err := sim.WritePreamble(mf.report, mf.o.Seed, cmdline); err != nil {
+		return 0, usagef("--report: %v", err)
 	}
 	log.Info("proxysim stress starting",
 		zap.Uint64("seed", mf.o.Seed), zap.String("reproduce", cmdline), zap.Int("cpus", r.Machine.NumCPUs()),
