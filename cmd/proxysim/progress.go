@@ -35,6 +35,7 @@ type progress struct {
 	simTime time.Duration
 	stopc   chan struct{}
 	wg      sync.WaitGroup
+	mu      sync.Mutex // guards shown and writes to w
 	shown   bool
 }
 
@@ -90,16 +91,37 @@ func (p *progress) show() {
 				now = t
 			}
 		}
+		if p.simTime < forever {
+			now = min(now, int64(p.simTime)) // clocks run to the end of their epoch
+		}
 		line = fmt.Sprintf("proxysim: virtual %v", time.Duration(now).Round(time.Millisecond))
 		if p.simTime < forever {
 			line += fmt.Sprintf(" of %v (%d%%)", p.simTime, int64(100*float64(now)/float64(p.simTime)))
 		}
 		line += fmt.Sprintf(", %d context switches, %d violations, wall %v", stats.Sum(st, stats.ContextSwitches), len(r.Machine.Rep.Violations()), el)
+	} else if n := p.setupN.Load(); n == 0 {
+		line = fmt.Sprintf("proxysim: setting up: planning %d tasks, wall %v", p.setupOf.Load(), el)
 	} else {
-		line = fmt.Sprintf("proxysim: setting up: %d of %d tasks, wall %v", p.setupN.Load(), p.setupOf.Load(), el)
+		line = fmt.Sprintf("proxysim: setting up: %d of %d tasks created, wall %v", n, p.setupOf.Load(), el)
 	}
+	p.mu.Lock()
 	fmt.Fprintf(p.w, "\r%s\x1b[K", line)
 	p.shown = true
+	p.mu.Unlock()
+}
+
+// clear takes the progress line off the terminal before other output;
+// the next tick draws it again.
+func (p *progress) clear() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.shown = false
+	}
+	p.mu.Unlock()
 }
 
 // stop ends the display and clears its line.
@@ -109,7 +131,5 @@ func (p *progress) stop() {
 	}
 	close(p.stopc)
 	p.wg.Wait()
-	if p.shown {
-		fmt.Fprint(p.w, "\r\x1b[K")
-	}
+	p.clear()
 }

@@ -61,6 +61,7 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return 0, usageError{err.Error()}
 	}
+	prog.clear()
 	printReproduce(stderr, mf.o.Seed, cmdline)
 	if mf.report != "" {
 		if err := sim.WritePreamble(mf.report, mf.o.Seed, cmdline); err != nil {
@@ -76,6 +77,7 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 		return 0, err
 	}
 	defer stopMetrics()
+	prog.clear()
 	in.setStop(func() { r.Machine.Stop("signal: " + in.signal().String()) })
 	prog.running(r)
 	s := r.Execute()

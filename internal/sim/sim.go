@@ -162,6 +162,9 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	for _, name := range sc.Mutexes {
 		m.AddMutex(name)
 	}
+	if o.OnSetup != nil {
+		o.OnSetup(0, sc.NumTasks())
+	}
 	plans, err := sc.Plan(o.CPUs, o.Seed)
 	if err != nil {
 		return nil, err
