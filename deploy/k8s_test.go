@@ -347,9 +347,25 @@ func TestJob(t *testing.T) {
 	if len(c.Args) == 0 || c.Args[0] != "stress" {
 		t.Fatalf("args %q: want the stress command", c.Args)
 	}
-	for i := 1; i+1 < len(c.Args); i += 2 {
-		args[c.Args[i]] = c.Args[i+1]
+	boolFlags := map[string]bool{"--print-report": true, "--metrics-per-cpu": true, "--json": true, "--deterministic": true}
+	for i := 1; i < len(c.Args); i++ {
+		a := c.Args[i]
+		if k, v, ok := strings.Cut(a, "="); ok {
+			args[k] = v
+		} else if boolFlags[a] {
+			args[a] = "true"
+		} else if i+1 < len(c.Args) {
+			args[a] = c.Args[i+1]
+			i++
+		}
 	}
+	// A failing shard's report must outlive the pod's emptyDir.
+	if args["--print-report"] != "true" || c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+		t.Errorf("a failing shard's report does not reach kubectl logs: --print-report %q, terminationMessagePolicy %q", args["--print-report"], c.TerminationMessagePolicy)
+	}
+	// The image is the one deploy/Dockerfile builds, as deploy/README.md says,
+	// and runs as the Job's user.
+	checkImage(t, c.Image, spec.Template.Spec.SecurityContext)
 	if got := args["--shards"]; got != strconv.Itoa(int(*spec.Completions)) {
 		t.Errorf("--shards %q, completions %d", got, *spec.Completions)
 	}
@@ -595,5 +611,52 @@ func TestYAMLFiles(t *testing.T) {
 		if _, err := yaml.YAMLToJSONStrict(data); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// checkImage holds the Job's image to deploy/Dockerfile: the README's build
+// command tags the image the Job runs, the Dockerfile is multi-stage,
+// builds with deploy/build-binary.sh (CGO_ENABLED=0, as CI does) and runs
+// as the non-root user the pod's securityContext names.
+func checkImage(t *testing.T, image string, sc *corev1.PodSecurityContext) {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "docker build -f deploy/Dockerfile"; !strings.Contains(string(readme), want) || !strings.Contains(string(readme), "-t "+image+" .") {
+		t.Errorf("deploy/README.md does not document the build of the Job's image %s (%q ... -t %s .)", image, want, image)
+	}
+	df, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var froms int
+	var user string
+	for _, l := range strings.Split(string(df), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && f[0] == "FROM" {
+			froms++
+		}
+		if len(f) == 2 && f[0] == "USER" {
+			user = f[1]
+		}
+	}
+	if froms < 2 {
+		t.Errorf("Dockerfile has %d stages, want a build stage and a runtime stage", froms)
+	}
+	if !strings.Contains(string(df), "deploy/build-binary.sh") {
+		t.Error("Dockerfile does not build with deploy/build-binary.sh")
+	}
+	script, err := os.ReadFile("build-binary.sh")
+	if err != nil || !strings.Contains(string(script), "CGO_ENABLED=0") {
+		t.Errorf("build-binary.sh does not build a static binary (%v)", err)
+	}
+	if sc == nil || sc.RunAsUser == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+		t.Fatalf("the pod does not ask for a non-root user: %+v", sc)
+	}
+	uid, _, _ := strings.Cut(user, ":")
+	if uid == "" || uid == "0" || uid == "root" || uid != strconv.FormatInt(*sc.RunAsUser, 10) {
+		t.Errorf("Dockerfile USER %q, the Job runs as %d", user, *sc.RunAsUser)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/proxysim/proxysim/internal/conductor"
 	"github.com/proxysim/proxysim/internal/sim"
+	"github.com/proxysim/proxysim/internal/workload"
 )
 
 const exploreUsage = `Usage: proxysim explore [flags]
@@ -35,10 +35,10 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	def := sim.Defaults()
 	def.CPUs, def.Workload, def.SimTime = 8, "stress", 100*time.Millisecond
 	def.Deterministic, def.Strategy = true, "pct:3"
-	mf.register(fs, def)
+	mf.register(fs, def, "proxysim-explore-SEED.report")
 	runs := fs.Int("runs", 100, "number of runs")
-	workers := fs.Int("workers", runtime.NumCPU(), "parallel workers (at most the host's cores)")
-	every := fs.Duration("progress", 2*time.Second, "progress line interval")
+	workers := fs.Int("workers", runtime.NumCPU(), fmt.Sprintf("parallel workers, 1 to the host's cores (%d)", runtime.NumCPU()))
+	every := fs.Duration("progress", 2*time.Second, "progress line interval (positive)")
 	if err := parse(fs, args, exploreUsage, stdout); err != nil {
 		return 0, err
 	}
@@ -48,23 +48,29 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	if !mf.o.Deterministic {
 		return 0, usagef("explore runs deterministic runs: --deterministic=false makes no sense here")
 	}
-	if _, err := conductor.ParseStrategy(mf.o.Strategy); err != nil {
-		return 0, usagef("--strategy: %v", err)
-	}
 	if *runs < 1 {
 		return 0, usagef("--runs must be at least 1")
 	}
 	if *workers < 1 || *workers > runtime.NumCPU() {
-		*workers = runtime.NumCPU()
+		return 0, usagef("--workers %d out of range 1-%d (the host's cores)", *workers, runtime.NumCPU())
+	}
+	if *every <= 0 {
+		return 0, usagef("--progress must be positive, not %v", *every)
+	}
+	if mf.serve.metricsAddr != "" || mf.serve.shards > 1 || mf.trace != "" {
+		return 0, usagef("--metrics-addr, --shards and --trace apply to run and stress, not to explore's many runs")
+	}
+	if err := mf.checkOutputs(); err != nil {
+		return 0, err
 	}
 	log, err := mf.logs.build()
 	if err != nil {
 		return 0, err
 	}
 	defer log.Sync()
-	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
+	sc, err := mf.loadScenario()
 	if err != nil {
-		return 0, usageError{err.Error()}
+		return 0, err
 	}
 	base := mf.o.Seed
 	log.Info("proxysim explore starting", zap.Uint64("first_seed", base), zap.Int("runs", *runs), zap.String("strategy", mf.o.Strategy),
@@ -79,6 +85,18 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	start := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// A signal stops the runs in flight and keeps what was found.
+	running := map[*sim.Run]bool{}
+	in := watchInterrupts(stderr, "exploring")
+	defer in.close()
+	in.setStop(func() {
+		cancel()
+		mu.Lock()
+		for r := range running {
+			r.Machine.Stop("signal: " + in.signal().String())
+		}
+		mu.Unlock()
+	})
 	stopProgress := make(chan struct{})
 	go func() {
 		t := time.NewTicker(*every)
@@ -112,9 +130,24 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 				if err != nil {
 					return err
 				}
-				s := r.Execute()
-				done.Add(1)
 				mu.Lock()
+				stopped := gctx.Err() != nil
+				if !stopped {
+					running[r] = true
+				}
+				mu.Unlock()
+				if stopped {
+					return nil
+				}
+				s := r.Execute()
+				mu.Lock()
+				delete(running, r)
+				if r.Machine.StopReason() != "" && !s.Failed() {
+					// cut short by a signal: neither a run nor an interleaving
+					mu.Unlock()
+					return nil
+				}
+				done.Add(1)
 				hashes[s.TraceHash] = true
 				if s.Failed() && (failed == nil || o.Seed < failedSeed) {
 					failed, failedSum, failedSeed = r, s, o.Seed
@@ -136,10 +169,14 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	fmt.Fprintf(stdout, "explored %d runs in %v (%.1f runs/s), %d distinct interleavings (trace hashes), strategy %s\n",
 		done.Load(), el.Round(time.Millisecond), float64(done.Load())/el.Seconds(), len(hashes), mf.o.Strategy)
 	if failed == nil {
+		if in.interrupted() {
+			fmt.Fprintf(stdout, "interrupted: no violation in the %d runs done\n", done.Load())
+			return in.exitCode(), nil
+		}
 		fmt.Fprintln(stdout, "no violation")
 		return exitOK, nil
 	}
-	cmdline := reproduceExplore(args, failedSeed)
+	cmdline := reproduceExplore(args, failedSeed, sc)
 	path := mf.report
 	if path == "" {
 		path = fmt.Sprintf("proxysim-explore-%d.report", failedSeed)
@@ -148,38 +185,45 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 		failed.FormatReport(w, failedSum, cmdline, mf.events)
 		return nil
 	}); err != nil {
-		return exitInternal, err
+		return exitInternal, fmt.Errorf("cannot write the report: %v", err)
 	}
 	fmt.Fprintf(stdout, "violation at seed %d: %s\nreport: %s\nreplay: proxysim replay %s\n", failedSeed, failedSum.Violations[0], path, path)
 	return exitViolation, nil
 }
 
 // reproduceExplore is the single deterministic run that repeats the
-// failing seed: the explore flags that apply to one run, plus the seed.
-func reproduceExplore(args []string, seed uint64) string {
-	parts := append([]string{"proxysim", "stress", "--deterministic"}, withoutFlags(args, "runs", "workers", "progress", "seed", "report")...)
+// failing seed: `proxysim run --deterministic` with the explore flags that
+// apply to one run, plus the seed. It is a run, not a stress, command:
+// explore's runs have none of stress's injectors (shuffles, jitter,
+// stutter), and run's defaults are explore's but for the few spelled out
+// here.
+func reproduceExplore(args []string, seed uint64, sc *workload.Scenario) string {
+	parts := append([]string{"proxysim", "run", "--deterministic"},
+		withoutFlags(args, "runs", "workers", "progress", "seed", "report", "shard", "shards", "metrics-addr", "linger")...)
 	has := func(f string) bool {
 		for _, a := range args {
-			if a == f || strings.HasPrefix(a, f+"=") {
-				return true
+			for _, form := range []string{"-" + f, "--" + f} {
+				if a == form || strings.HasPrefix(a, form+"=") {
+					return true
+				}
 			}
 		}
 		return false
 	}
-	// explore's defaults differ from stress's: spell them out
-	if !has("--cpus") && !has("--topology") {
+	// explore's defaults differ from run's: spell them out
+	if !has("cpus") && !has("topology") && sc.CPUs == 0 {
 		parts = append(parts, "--cpus", "8")
 	}
-	if !has("--workload") {
+	if !has("workload") {
 		parts = append(parts, "--workload", "stress")
 	}
-	if !has("--sim-time") {
+	if !has("sim-time") {
 		parts = append(parts, "--sim-time", "100ms")
 	}
-	if !has("--strategy") {
+	if !has("strategy") {
 		parts = append(parts, "--strategy", "pct:3")
 	}
-	parts = append(parts, "--stat-interval", "0", "--duration", "0", fmt.Sprintf("--seed %d", seed))
+	parts = append(parts, fmt.Sprintf("--seed %d", seed))
 	return strings.Join(parts, " ")
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/topology"
+	"github.com/proxysim/proxysim/internal/workload"
 )
 
 // onOff is an on|off flag value.
@@ -101,15 +102,26 @@ type machineFlags struct {
 	report   string
 	trace    string
 	events   int
+	// printReport: a failure's report also goes to stderr (kubectl logs).
+	printReport bool
+	// set holds the flags given on the command line (after parsing).
+	set map[string]bool
+	// simTimeForever: a --sim-time of 0 means "until --duration or a
+	// signal" (stress).
+	simTimeForever bool
 }
 
-func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options) {
+func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefault string) {
 	mf.o = def
 	fs.IntVar(&mf.o.CPUs, "cpus", def.CPUs, "number of simulated CPUs (1-1024)")
 	fs.StringVar(&mf.o.Topology, "topology", "", "machine shape SOCKETSs-LLCSllc-CORESc-THREADSt, counts per parent, e.g. 2s-8llc-8c-2t (256 CPUs, the default for 256); sets --cpus when --cpus is not given")
 	fs.IntVar(&mf.o.Tasks, "tasks", def.Tasks, "tasks of a built-in workload (0: the workload's default, about 2 per CPU)")
 	fs.StringVar(&mf.o.Workload, "workload", def.Workload, "built-in workload (mixed, locktorture, pi, stress) or a scenario file (JSON)")
-	fs.DurationVar(&mf.o.SimTime, "sim-time", def.SimTime, "virtual time to simulate")
+	if mf.simTimeForever {
+		fs.DurationVar(&mf.o.SimTime, "sim-time", 0, "virtual time to simulate (0: until --duration or a signal)")
+	} else {
+		fs.DurationVar(&mf.o.SimTime, "sim-time", def.SimTime, "virtual time to simulate")
+	}
 	fs.DurationVar(&mf.o.Duration, "duration", def.Duration, "wall-clock cap (0: none); the run stops cleanly when it passes")
 	fs.Var(&mf.seed, "seed", "random seed (printed before the run; random when absent)")
 	fs.BoolVar(&mf.json, "json", false, "print the summary as one JSON object on stdout")
@@ -120,16 +132,17 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options) {
 	fs.DurationVar(&mf.o.Epoch, "epoch", def.Epoch, "virtual time between CPU barriers (bounds clock skew; audits run there)")
 	fs.IntVar(&mf.o.AuditEvery, "audit-every", def.AuditEvery, "run the stop-the-world invariant audit every N epochs (0: never)")
 	fs.IntVar(&mf.o.RingSize, "ring-size", def.RingSize, "flight-recorder events kept per CPU")
-	fs.DurationVar(&mf.o.HangTimeout, "hang-timeout", def.HangTimeout, "real time without progress before the watchdog reports a hang")
-	fs.DurationVar(&mf.o.WakingBound, "waking-bound", def.WakingBound, "virtual time a task may stay BO_WAKING before it counts as never returned")
-	fs.StringVar(&mf.report, "report", "", "failure report file (default proxysim-report-SEED.txt when a run fails)")
+	fs.DurationVar(&mf.o.HangTimeout, "hang-timeout", def.HangTimeout, "real time without progress before the watchdog reports a hang (concurrent mode only: deterministic mode counts conductor turns)")
+	fs.DurationVar(&mf.o.WakingBound, "waking-bound", def.WakingBound, "virtual time a task may stay BO_WAKING before it counts as never returned (0: no bound)")
+	fs.StringVar(&mf.report, "report", "", "failure report file, written only when the run fails (default "+reportDefault+")")
 	fs.StringVar(&mf.trace, "trace", "", "write the last events as Chrome/Perfetto trace-event JSON to this file")
 	fs.IntVar(&mf.events, "report-events", 400, "events of all CPUs to include in a failure report")
+	fs.BoolVar(&mf.printReport, "print-report", false, "on a failure, also print the report to stderr (for a container: kubectl logs shows it after the pod is gone from disk)")
 	if def.Strategy == "" {
 		def.Strategy = "time"
 	}
 	fs.BoolVar(&mf.o.Deterministic, "deterministic", def.Deterministic, "serial mode: one CPU goroutine at a time, switched at every yield point by --strategy; same seed, same run")
-	fs.StringVar(&mf.o.Strategy, "strategy", def.Strategy, "deterministic strategy: time (smallest virtual clock first), random, or pct:D")
+	fs.StringVar(&mf.o.Strategy, "strategy", def.Strategy, "deterministic strategy: time (smallest virtual clock first), random, or pct:D (with --deterministic)")
 	mf.serve.register(fs)
 	mf.logs.register(fs)
 }
@@ -138,6 +151,11 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options) {
 func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	mf.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { mf.set[f.Name] = true })
+	if mf.simTimeForever && mf.o.SimTime == 0 {
+		mf.o.SimTime = forever
 	}
 	if mf.o.CPUs < 1 || mf.o.CPUs > task.MaxCPUs {
 		return usagef("--cpus %d out of range 1-%d", mf.o.CPUs, task.MaxCPUs)
@@ -176,10 +194,19 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	if mf.events < 0 {
 		return usagef("--report-events must not be negative")
 	}
-	if mf.o.Deterministic {
-		if _, err := conductor.ParseStrategy(mf.o.Strategy); err != nil {
-			return usagef("--strategy: %v", err)
-		}
+	if mf.o.HangTimeout <= 0 {
+		return usagef("--hang-timeout must be positive, not %v", mf.o.HangTimeout)
+	}
+	if mf.o.WakingBound < 0 {
+		return usagef("--waking-bound must not be negative (0: no bound), not %v", mf.o.WakingBound)
+	}
+	// checked with or without --deterministic: a typo must not wait for
+	// the day the flag is used
+	if _, err := conductor.ParseStrategy(mf.o.Strategy); err != nil {
+		return usagef("--strategy: %v", err)
+	}
+	if mf.set["strategy"] && !mf.o.Deterministic {
+		return usagef("--strategy applies to deterministic runs: add --deterministic")
 	}
 	b, err := bugs.Parse(mf.bugNames)
 	if err != nil {
@@ -191,6 +218,42 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	}
 	mf.o.Seed = mf.seed.value()
 	return mf.serve.finish(mf)
+}
+
+// forever is the virtual time of a run that ends only at --duration or a
+// signal.
+const forever = time.Duration(1 << 62)
+
+// checkOutputs checks, before anything runs, that the output files the
+// user named (--trace, --report) can be written.
+func (mf *machineFlags) checkOutputs() error {
+	for _, f := range []struct{ flag, path string }{{"trace", mf.trace}, {"report", mf.report}} {
+		if f.path == "" {
+			continue
+		}
+		if err := sim.CheckWritable(f.path); err != nil {
+			return usagef("--%s: %v", f.flag, err)
+		}
+	}
+	return nil
+}
+
+// loadScenario resolves --workload and checks that the command line does
+// not contradict a scenario file.
+func (mf *machineFlags) loadScenario() (*workload.Scenario, error) {
+	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if !sim.IsBuiltin(mf.o.Workload) {
+		if sc.CPUs > 0 && mf.set["cpus"] && sc.CPUs != mf.o.CPUs {
+			return nil, usagef("--cpus %d contradicts %s, which sets \"cpus\": %d (leave --cpus out, or set \"cpus\": 0 in the file)", mf.o.CPUs, mf.o.Workload, sc.CPUs)
+		}
+		if mf.set["tasks"] {
+			return nil, usagef("--tasks applies to built-in workloads; %s sets each group's \"count\"", mf.o.Workload)
+		}
+	}
+	return sc, nil
 }
 
 func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
@@ -209,7 +272,7 @@ func parse(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) erro
 			fmt.Fprint(stdout, usage)
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
-			fmt.Fprint(stdout, "\nExit codes: 0 clean, 1 invariant violation, 2 usage or input error, 3 internal error.\n")
+			fmt.Fprint(stdout, "\n"+exitCodesLine+"\n")
 			return err
 		}
 		return usageError{err.Error()}

@@ -11,7 +11,7 @@
 //	proxysim version
 //
 // Exit codes: 0 clean, 1 invariant violation, 2 usage or input error,
-// 3 internal error.
+// 3 internal error, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
 package main
 
 import (
@@ -28,7 +28,13 @@ const (
 	exitViolation = 1
 	exitUsage     = 2
 	exitInternal  = 3
+	// An interrupted run exits 128 + the signal's number, as a shell
+	// reports a command killed by it: 130 for SIGINT, 143 for SIGTERM.
+	exitInterrupted = 130
+	exitTerminated  = 143
 )
+
+const exitCodesLine = "Exit codes: 0 clean, 1 invariant violation, 2 usage or input error, 3 internal error, 130 interrupted (SIGINT), 143 terminated (SIGTERM)."
 
 // usageError is bad input: one line on stderr, exit 2.
 type usageError struct{ msg string }
@@ -103,6 +109,6 @@ Commands:
 	fmt.Fprintf(w, `
 Run 'proxysim <command> --help' for a command's flags.
 
-Exit codes: 0 clean, 1 invariant violation, 2 usage or input error, 3 internal error.
-`)
+%s
+`, exitCodesLine)
 }

@@ -2,10 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -47,7 +46,21 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() > 0 {
 		return 0, usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if len(only) > 0 {
+		if _, err := bugs.Parse(only); err != nil {
+			return 0, usagef("--only: %v", err)
+		}
+	}
 	if !*hunt {
+		huntOnly := []string{}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "json" && f.Name != "hunt" {
+				huntOnly = append(huntOnly, "--"+f.Name)
+			}
+		})
+		if len(huntOnly) > 0 {
+			return 0, usagef("%s applies only with --hunt", strings.Join(huntOnly, ", "))
+		}
 		if *asJSON {
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
@@ -65,10 +78,11 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	if sf.o.CPUs < 1 || sf.o.CPUs > 1024 {
 		return 0, usagef("--cpus %d out of range 1-1024", sf.o.CPUs)
 	}
-	if sf.o.Deterministic {
-		if _, err := conductor.ParseStrategy(sf.o.Strategy); err != nil {
-			return 0, usagef("--strategy: %v", err)
-		}
+	if !(sf.o.Jitter >= 0 && sf.o.Jitter <= 1) {
+		return 0, usagef("--jitter %v out of range 0-1", sf.o.Jitter)
+	}
+	if _, err := conductor.ParseStrategy(sf.o.Strategy); err != nil {
+		return 0, usagef("--strategy: %v", err)
 	}
 	names := sim.BugNames()
 	if len(only) > 0 {
@@ -145,25 +159,14 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 }
 
 func cmdVersion(args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		fmt.Fprintf(stdout, "Usage: proxysim version\n\nPrints the version, the VCS revision the binary was built from, and the Go toolchain.\n")
+		return exitOK, nil
+	}
 	if len(args) > 0 {
 		return 0, usagef("version takes no arguments")
 	}
-	v, rev := "devel", ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				rev = s.Value
-			}
-		}
-	}
-	fmt.Fprintf(stdout, "proxysim %s", v)
-	if rev != "" {
-		fmt.Fprintf(stdout, " (%s)", rev)
-	}
-	fmt.Fprintf(stdout, " %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintln(stdout, sim.Version())
 	fmt.Fprintf(stdout, "kernel reference: %s (docs/kernel-map.md)\n", bugs.ReferenceFull)
 	return exitOK, nil
 }

@@ -124,7 +124,7 @@ func parseMachineArgs(verb string, args []string) (*machineFlags, error) {
 	}
 	fs := newFlagSet("run", runUsage, io.Discard)
 	var mf machineFlags
-	mf.register(fs, sim.Defaults())
+	mf.register(fs, sim.Defaults(), "proxysim-report-SEED.txt")
 	if err := parse(fs, args, "", io.Discard); err != nil {
 		return nil, err
 	}

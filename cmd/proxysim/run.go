@@ -25,11 +25,15 @@ Flags:
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("run", runUsage, stderr)
 	var mf machineFlags
-	mf.register(fs, sim.Defaults())
+	mf.register(fs, sim.Defaults(), "proxysim-report-SEED.txt")
+	quiet := fs.Bool("quiet", false, "no progress line (shown only when stderr is a terminal anyway)")
 	if err := parse(fs, args, runUsage, stdout); err != nil {
 		return 0, err
 	}
 	if err := mf.finish(fs); err != nil {
+		return 0, err
+	}
+	if err := mf.checkOutputs(); err != nil {
 		return 0, err
 	}
 	log, err := mf.logs.build()
@@ -37,20 +41,28 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer log.Sync()
-	return runOnce(&mf, "run", args, stdout, stderr, log)
+	return runOnce(&mf, "run", args, stdout, stderr, log, !*quiet && isTerminal(stderr))
 }
 
 // runOnce builds, runs and reports one simulation.
-func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Writer, log *zap.Logger) (int, error) {
-	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
+func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Writer, log *zap.Logger, showProgress bool) (int, error) {
+	sc, err := mf.loadScenario()
 	if err != nil {
-		return 0, usageError{err.Error()}
+		return 0, err
 	}
 	cmdline := reproduce(verb, args, mf)
-	r, err := sim.Build(mf.o, sc)
+	in := watchInterrupts(stderr, "the run")
+	defer in.close()
+	prog := startProgress(stderr, showProgress, mf.o.SimTime)
+	defer prog.stop()
+	o := mf.o
+	o.OnSetup = prog.onSetup
+	r, err := sim.Build(o, sc)
 	if err != nil {
 		return 0, usageError{err.Error()}
 	}
+	prog.clear()
+	printReproduce(stderr, mf.o.Seed, cmdline)
 	if mf.report != "" {
 		if err := sim.WritePreamble(mf.report, mf.o.Seed, cmdline); err != nil {
 			return 0, usagef("--report: %v", err)
@@ -65,7 +77,12 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 		return 0, err
 	}
 	defer stopMetrics()
+	prog.clear()
+	in.setStop(func() { r.Machine.Stop("signal: " + in.signal().String()) })
+	prog.running(r)
 	s := r.Execute()
+	prog.stop()
+	prog = nil
 	code := exitOK
 	if s.Failed() {
 		code = exitViolation
@@ -77,23 +94,17 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 			r.FormatReport(w, s, cmdline, mf.events)
 			return nil
 		}); err != nil {
-			fmt.Fprintf(stderr, "proxysim: cannot write report %s: %v\n", path, err)
+			fmt.Fprintf(stderr, "proxysim: cannot write the report: %v\n", err)
 		} else {
 			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], path)
 		}
+		printReport(stderr, mf, r, s, cmdline)
 	} else if mf.report != "" {
-		_ = sim.WriteFileAtomic(mf.report, func(w io.Writer) error {
-			r.FormatReport(w, s, cmdline, mf.events)
-			return nil
-		})
+		// a clean run leaves no failure report: take the preamble back
+		_ = os.Remove(mf.report)
 	}
-	if mf.trace != "" && !r.Machine.Stuck {
-		if err := sim.WriteFileAtomic(mf.trace, func(w io.Writer) error {
-			return trace.WritePerfetto(w, r.Machine.Log.Merged(0), r.Machine.NumCPUs(), r.TaskName,
-				map[string]string{"seed": fmt.Sprint(mf.o.Seed), "command": cmdline})
-		}); err != nil {
-			fmt.Fprintf(stderr, "proxysim: cannot write trace %s: %v\n", mf.trace, err)
-		}
+	if mf.trace != "" {
+		writeTrace(r, mf, cmdline, stderr)
 	}
 	if mf.json {
 		if err := writeJSON(stdout, s); err != nil {
@@ -102,7 +113,26 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 	} else {
 		sim.FormatSummary(stdout, s)
 	}
+	if code == exitOK && in.interrupted() {
+		code = in.exitCode()
+	}
 	return code, nil
+}
+
+// printReport copies a failure's report to stderr with --print-report.
+func printReport(stderr io.Writer, mf *machineFlags, r *sim.Run, s *sim.Summary, cmdline string) {
+	if !mf.printReport {
+		return
+	}
+	fmt.Fprintf(stderr, "proxysim: ----- failure report -----\n")
+	r.FormatReport(stderr, s, cmdline, mf.events)
+	fmt.Fprintf(stderr, "proxysim: ----- end of failure report -----\n")
+}
+
+// printReproduce prints the seed and the command that repeats the run,
+// whatever --log-level says.
+func printReproduce(stderr io.Writer, seed uint64, cmdline string) {
+	fmt.Fprintf(stderr, "proxysim: seed %d; reproduce: %s\n", seed, cmdline)
 }
 
 // reproduce is the exact command line that repeats this run: the given
@@ -131,22 +161,22 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-var _ = os.Stdout
-
 func writeJSON(w io.Writer, s *sim.Summary) error {
 	return json.NewEncoder(w).Encode(s)
 }
 
-func writeTrace(r *sim.Run, mf *machineFlags, cmdline string, log *zap.Logger) {
+// writeTrace writes --trace; a failure is one line on stderr (the path
+// was checked before the run, so this is rare).
+func writeTrace(r *sim.Run, mf *machineFlags, cmdline string, stderr io.Writer) {
 	if r.Machine.Stuck {
-		log.Warn("CPUs are stuck: no trace written")
+		fmt.Fprintf(stderr, "proxysim: CPUs are stuck: no trace written to %s\n", mf.trace)
 		return
 	}
 	if err := sim.WriteFileAtomic(mf.trace, func(w io.Writer) error {
 		return trace.WritePerfetto(w, r.Machine.Log.Merged(0), r.Machine.NumCPUs(), r.TaskName,
 			map[string]string{"seed": fmt.Sprint(mf.o.Seed), "command": cmdline})
 	}); err != nil {
-		log.Error("cannot write trace", zap.String("path", mf.trace), zap.Error(err))
+		fmt.Fprintf(stderr, "proxysim: cannot write the trace: %v\n", err)
 	}
 }
 

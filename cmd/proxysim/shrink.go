@@ -11,13 +11,15 @@ import (
 	"github.com/proxysim/proxysim/internal/workload"
 )
 
-const shrinkUsage = `Usage: proxysim shrink REPORT [--out FILE] [--max-tries N]
+const shrinkUsage = `Usage: proxysim shrink REPORT [--out FILE] [--max-tries N] [--seeds N]
 
 Starting from the failing deterministic run a report records, removes CPUs,
 tasks, task groups, mutexes and program steps, keeping each change that
-still fails with the same invariant, and writes the smallest scenario as a
-scenario file (default REPORT.min.json). Prints the size before and after
-and the command that runs the shrunk case.
+still fails with the same invariant (on the run's seed or one of the next
+--seeds-1), and writes the smallest scenario as a scenario file (default
+REPORT.min.json). Prints the size before and after and the command that
+runs the shrunk case. SIGINT stops it and keeps the smallest failing
+scenario found so far (exit 130).
 
 Flags:
 `
@@ -28,6 +30,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("shrink", shrinkUsage, stderr)
 	out := fs.String("out", "", "where to write the shrunk scenario (default REPORT.min.json)")
 	maxTries := fs.Int("max-tries", 400, "most candidate runs to try")
+	seeds := fs.Int("seeds", 4, "seeds each candidate is tried on: the run's own, then the next ones (1: the run's own only)")
 	// the report path may come before the flags
 	var path string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -44,9 +47,18 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	if *maxTries < 1 {
 		return 0, usagef("--max-tries must be at least 1")
 	}
+	if *seeds < 1 || *seeds > 1000 {
+		return 0, usagef("--seeds %d out of range 1-1000", *seeds)
+	}
 	rep, err := readReport(path)
 	if err != nil {
 		return 0, err
+	}
+	if *out == "" {
+		*out = path + ".min.json"
+	}
+	if err := sim.CheckWritable(*out); err != nil {
+		return 0, usagef("--out: %v", err)
 	}
 	text, want, words, mf := rep.text, rep.violation, rep.words, rep.flags
 	if !mf.o.Deterministic {
@@ -72,34 +84,45 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	before := sim.SizeOf(sc, cpus)
 	fmt.Fprintf(stdout, "shrinking %s (invariant %s)\nbefore: %v\n", path, want[3], before)
-	small, tries, err := sim.Shrink(mf.o, sc, want[3], *maxTries, func(z sim.Size, what string) {
-		fmt.Fprintf(stdout, "  kept: %-32s -> %v\n", what, z)
-	})
+	stop := make(chan struct{})
+	in := watchInterrupts(stderr, "shrinking; keeping the smallest failing scenario so far")
+	defer in.close()
+	in.setStop(func() { close(stop) })
+	res, err := sim.Shrink(mf.o, sc, want[3], sim.ShrinkOptions{MaxTries: *maxTries, Seeds: *seeds, Stop: stop,
+		Progress: func(z sim.Size, what string) {
+			fmt.Fprintf(stdout, "  kept: %-32s -> %v\n", what, z)
+		}})
 	if err != nil {
 		fmt.Fprintf(stdout, "cannot shrink: %v\n", err)
 		return exitViolation, nil
 	}
-	if *out == "" {
-		*out = path + ".min.json"
-	}
+	small, tries := res.Scenario, res.Tries
 	small.Name = sc.Name + "-shrunk"
 	data, err := workload.Encode(small)
 	if err != nil {
 		return exitInternal, err
 	}
 	if err := sim.WriteFileAtomic(*out, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
-		return exitInternal, err
+		return exitInternal, fmt.Errorf("cannot write the shrunk scenario: %v", err)
 	}
 	after := sim.SizeOf(small, small.CPUs)
-	run := rerunWith(words, *out)
-	fmt.Fprintf(stdout, "after:  %v (%d candidate runs)\nwrote %s\nrun it: %s\n", after, tries, *out, run)
+	run := rerunWith(words, *out, res.Seed)
+	note := ""
+	if res.Interrupted {
+		note = ", interrupted: the smallest failing scenario so far"
+	}
+	fmt.Fprintf(stdout, "after:  %v (%d candidate runs%s)\nwrote %s\nrun it: %s\n", after, tries, note, *out, run)
+	if res.Interrupted {
+		return in.exitCode(), nil
+	}
 	return exitOK, nil
 }
 
 // rerunWith is the recorded command with the scenario file in place of
-// --workload, --cpus and --tasks (the file says both), and no --report.
-func rerunWith(words []string, file string) string {
-	out := append([]string{words[0], words[1]}, withoutFlags(words[2:], "workload", "cpus", "tasks", "report")...)
-	out = append(out, "--workload", shellQuote(file))
+// --workload, --cpus and --tasks (the file says both), the seed the
+// shrunk scenario fails on, and no --report.
+func rerunWith(words []string, file string, seed uint64) string {
+	out := append([]string{words[0], words[1]}, withoutFlags(words[2:], "workload", "cpus", "tasks", "report", "seed")...)
+	out = append(out, "--workload", shellQuote(file), "--seed", fmt.Sprint(seed))
 	return strings.Join(out, " ")
 }

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -57,7 +55,8 @@ func stressDefaults() sim.Options {
 
 func (sf *stressFlags) register(fs *flag2) {
 	def := stressDefaults()
-	sf.machineFlags.register(fs.FlagSet, def)
+	sf.simTimeForever = true
+	sf.machineFlags.register(fs.FlagSet, def, "proxysim-stress-SEED.report")
 	fs.Float64Var(&sf.o.Jitter, "jitter", def.Jitter, "probability of an injected yield or delay at each lock-juggling point (0: off)")
 	fs.DurationVar(&sf.o.JitterDelay, "jitter-delay", def.JitterDelay, "longest injected busy delay (real time)")
 	fs.DurationVar(&sf.o.Stutter, "stutter", def.Stutter, "pause every CPU and release them together every this much wall time (0: off)")
@@ -84,6 +83,28 @@ func retryDeterministic(mf *machineFlags, sc *workload.Scenario, inv string, bud
 	}
 }
 
+// finish validates the flags after parsing.
+func (sf *stressFlags) finish(fs *flag.FlagSet) error {
+	if err := sf.machineFlags.finish(fs); err != nil {
+		return err
+	}
+	if !(sf.o.Jitter >= 0 && sf.o.Jitter <= 1) { // NaN fails both
+		return usagef("--jitter %v out of range 0-1", sf.o.Jitter)
+	}
+	if sf.o.JitterDelay < 0 || sf.o.JitterDelay > time.Second {
+		return usagef("--jitter-delay %v out of range 0-1s", sf.o.JitterDelay)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"stutter", sf.o.Stutter}, {"shuffle-interval", sf.o.ShuffleInterval}, {"stat-interval", sf.statInterval}, {"retry-deterministic", sf.retryDet}} {
+		if d.v < 0 {
+			return usagef("--%s must not be negative (0: off), not %v", d.name, d.v)
+		}
+	}
+	return nil
+}
+
 func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := &flag2{newFlagSet("stress", stressUsage, stderr)}
 	var sf stressFlags
@@ -94,11 +115,8 @@ func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := sf.finish(fs.FlagSet); err != nil {
 		return 0, err
 	}
-	if sf.o.Jitter < 0 || sf.o.Jitter > 1 {
-		return 0, usagef("--jitter %v out of range 0-1", sf.o.Jitter)
-	}
-	if sf.o.JitterDelay < 0 || sf.o.JitterDelay > time.Second || sf.o.Stutter < 0 || sf.o.ShuffleInterval < 0 || sf.statInterval < 0 {
-		return 0, usagef("--jitter-delay, --stutter, --shuffle-interval and --stat-interval must not be negative (jitter delay at most 1s)")
+	if err := sf.checkOutputs(); err != nil {
+		return 0, err
 	}
 	log, err := sf.logs.build()
 	if err != nil {
@@ -116,17 +134,18 @@ type flag2 struct{ *flag.FlagSet }
 
 func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *zap.Logger) (int, error) {
 	mf := &sf.machineFlags
-	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
+	sc, err := mf.loadScenario()
 	if err != nil {
-		return 0, usageError{err.Error()}
+		return 0, err
 	}
 	cmdline := reproduce("stress", args, mf)
-	if err := sim.WritePreamble(mf.report, mf.o.Seed, cmdline); err != nil {
-		return 0, usagef("--report: %v", err)
-	}
 	r, err := sim.Build(mf.o, sc)
 	if err != nil {
 		return 0, usageError{err.Error()}
+	}
+	printReproduce(stderr, mf.o.Seed, cmdline)
+	if err := sim.WritePreamble(mf.report, mf.o.Seed, cmdline); err != nil {
+		return 0, usagef("--report: %v", err)
 	}
 	log.Info("proxysim stress starting",
 		zap.Uint64("seed", mf.o.Seed), zap.String("reproduce", cmdline), zap.Int("cpus", r.Machine.NumCPUs()),
@@ -137,26 +156,11 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		zap.Int("shard", mf.serve.shard), zap.Int("shards", mf.serve.shards), zap.String("metrics_addr", mf.serve.metricsAddr))
 
 	// Signals: the first stops the run cleanly, a second exits at once.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	in := watchInterrupts(stderr, "the run")
+	defer in.close()
+	in.setStop(func() { r.Machine.Stop("signal: " + in.signal().String()) })
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		select {
-		case s := <-sigs:
-			log.Warn("signal: stopping the run; send it again to exit at once", zap.String("signal", s.String()))
-			r.Machine.Stop("signal: " + s.String())
-		case <-done:
-			return
-		}
-		select {
-		case <-sigs:
-			fmt.Fprintln(stderr, "proxysim: second signal: exiting at once")
-			os.Exit(130)
-		case <-done:
-		}
-	}()
 	stopMetrics, err := startMetrics(&mf.serve, r, log)
 	if err != nil {
 		return 0, err
@@ -175,14 +179,22 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 			retryDeterministic(mf, sc, s.Violations[0].Name, sf.retryDet, log)
 		}
 	}
-	if err := sim.WriteFileAtomic(mf.report, func(w io.Writer) error {
-		r.FormatReport(w, s, cmdline, mf.events)
-		return nil
-	}); err != nil {
-		log.Error("cannot write report", zap.String("path", mf.report), zap.Error(err))
+	if s.Failed() {
+		if err := sim.WriteFileAtomic(mf.report, func(w io.Writer) error {
+			r.FormatReport(w, s, cmdline, mf.events)
+			return nil
+		}); err != nil {
+			fmt.Fprintf(stderr, "proxysim: cannot write the report: %v\n", err)
+		} else {
+			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], mf.report)
+		}
+		printReport(stderr, mf, r, s, cmdline)
+	} else {
+		// a clean run leaves no failure report: take the preamble back
+		_ = os.Remove(mf.report)
 	}
 	if mf.trace != "" {
-		writeTrace(r, mf, cmdline, log)
+		writeTrace(r, mf, cmdline, stderr)
 	}
 	logStat(r, sf, log, true)
 	if mf.json {
@@ -193,12 +205,28 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		sim.FormatSummary(stdout, s)
 	}
 	stopMetrics()
+	if code == exitOK && in.interrupted() {
+		code = in.exitCode()
+	}
 	return code, nil
 }
 
 // statLoop prints a statistics line every interval, in the spirit of
 // locktorture's.
 func statLoop(r *sim.Run, sf *stressFlags, log *zap.Logger, done chan struct{}) {
+	// The first line comes after a second (or the interval, if shorter),
+	// so a long interval does not mean a long silence at the start.
+	first := time.NewTimer(min(sf.statInterval, time.Second))
+	defer first.Stop()
+	select {
+	case <-done:
+		return
+	case <-first.C:
+		if r.Machine.Stopping() {
+			return
+		}
+		logStat(r, sf, log, false)
+	}
 	t := time.NewTicker(sf.statInterval)
 	defer t.Stop()
 	for {

@@ -8,7 +8,6 @@ import (
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/proxy"
 	"github.com/proxysim/proxysim/internal/rq"
-	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/trace"
 )
@@ -72,7 +71,6 @@ func (m *Machine) moveQueuedTask(c *percpu.Ctx, src *rq.RQ, p *task.Task, dest i
 	dr.ActivateTask(c, p, rq.EnqueueMigrated)
 	dr.CheckPreemptCurr(c, p)
 	dr.Unlock(c)
-	c.Inc(stats.MigrationsAffinity)
 }
 
 // migrationStop is migration_cpu_stop(): the stopper thread, the highest

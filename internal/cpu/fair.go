@@ -37,7 +37,6 @@ func (cp *CPU) pullFrom(src *rq.RQ) *task.Task {
 	src.DeactivateTask(c, t, rq.DequeueMigrating)
 	rq.SetTaskCPU(c, t, r.CPU, false, trace.ReasonLoadBalance)
 	r.ActivateTask(c, t, rq.EnqueueMigrated)
-	c.Inc(stats.MigrationsLoadBalance)
 	c.Emit(trace.EvLoadBalance, int32(t.ID), int32(src.CPU), int32(r.CPU), 0)
 	return t
 }

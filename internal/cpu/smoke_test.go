@@ -55,6 +55,28 @@ func TestSmoke(t *testing.T) {
 		}
 		break
 	}
+	// Something ran: the machine reached its virtual time, every task ran
+	// and took its locks, and proxy execution had work.
+	if r := m.StopReason(); r != "" {
+		t.Errorf("stopped early: %s", r)
+	}
+	var now int64
+	for _, st := range m.Stats {
+		now = max(now, st.SimTime.Load())
+	}
+	if now < cfg.SimTime {
+		t.Errorf("virtual time %d ns, want %d", now, cfg.SimTime)
+	}
+	for _, p := range m.Tasks() {
+		if p != nil && (p.SE.SumExecRuntime == 0 || p.Stats.Acquires == 0) {
+			t.Errorf("%v ran %d ns and took %d locks", p, p.SE.SumExecRuntime, p.Stats.Acquires)
+		}
+	}
+	for _, k := range []stats.Counter{stats.ContextSwitches, stats.Wakeups, stats.MutexContentions, stats.FindProxyTaskCalls, stats.Audits} {
+		if stats.Sum(m.Stats, k) == 0 {
+			t.Errorf("counter %s is 0", stats.CounterNames[k])
+		}
+	}
 	t.Logf("stop=%q switches=%d wakeups=%d fpt=%d migr=%d park=%d act=%d ret=%d", m.StopReason(),
 		stats.Sum(m.Stats, stats.ContextSwitches), stats.Sum(m.Stats, stats.Wakeups), stats.Sum(m.Stats, stats.FindProxyTaskCalls),
 		stats.Sum(m.Stats, stats.ProxyMigrations), stats.Sum(m.Stats, stats.SleepingOwnerEnqueues), stats.Sum(m.Stats, stats.BlockedWaiterActivations), stats.Sum(m.Stats, stats.ReturnMigrations))

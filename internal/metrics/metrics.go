@@ -55,6 +55,8 @@ var counterSkip = map[string]string{
 	// proxysim_migrations_total{reason} (from MigrateBy); the sum over
 	// reasons equals this counter.
 	"migrations": "proxysim_migrations_total{reason}",
+	// The per-kind migration figures (load balance, affinity, chain, ...)
+	// come only from the reasons, so that they cannot disagree.
 }
 
 // counterHelp is the help text of each stats counter's metric.
@@ -66,22 +68,19 @@ var counterHelp = map[string]string{
 	"preemptions":                "Preemptions of the running task (wakeup or tick preemption).",
 	"ticks":                      "Scheduler ticks handled.",
 	"ipis":                       "Inter-processor interrupts sent (reschedule and wake-list IPIs).",
-	"migrations_load_balance":    "Tasks moved by the load balancer.",
-	"migrations_affinity":        "Tasks moved because their affinity mask no longer allowed their CPU.",
 	"mutex_acquires":             "Kernel mutex acquisitions.",
 	"mutex_contentions":          "Mutex lock attempts that had to wait because the mutex was owned.",
 	"mutex_handoffs":             "Mutex hand-offs to a waiter on unlock.",
 	"proxy_pick_same_rq":         "Picks that ran a lock owner on behalf of a blocked donor queued on the same runqueue (proxy execution).",
-	"proxy_migrations":           "Blocked donors migrated to their lock owner's CPU (proxy migration).",
-	"chain_migrations":           "Donors migrated while following a blocked_on chain.",
-	"return_migrations":          "Proxy-migrated donors returned to a CPU of their affinity mask on wakeup.",
-	"force_returns":              "Donors forcibly returned to an allowed CPU (proxy_force_return).",
+	"proxy_migrations":           "Calls of proxy_migrate_task that moved a blocked donor (with the donors queued behind it) to its lock owner's CPU; the tasks moved are proxysim_migrations_total{reason=~\"proxy|chain\"}.",
+	"return_migrations":          "BO_WAKING donors away from home dequeued by proxy_needs_return for a full wakeup; the moves that follow are proxysim_migrations_total{reason=\"return\"} (none when the wakeup lands where the task is).",
+	"force_returns":              "Donors dequeued by proxy_force_return and woken to an allowed CPU; the moves that follow are part of proxysim_migrations_total{reason=\"force_return\"}.",
 	"sleeping_owner_enqueues":    "Blocked donors parked on a sleeping lock owner.",
 	"blocked_waiter_activations": "Parked waiters re-activated when their lock owner woke.",
 	"donor_handoffs":             "Mutex hand-offs to the blocked donor that was running the owner (blocked_donor).",
 	"find_proxy_task_calls":      "Calls of find_proxy_task.",
 	"find_proxy_task_retries":    "find_proxy_task calls that resolved no task and forced a re-pick.",
-	"find_proxy_task_spins":      "Steps along blocked_on chains taken by find_proxy_task, summed over calls.",
+	"find_proxy_task_spins":      "Steps along blocked_on chains taken by find_proxy_task, summed over calls (the sum of proxysim_proxy_chain_length).",
 	"proxy_resched_idle":         "Times proxy execution fell back to running idle (proxy_resched_idle).",
 	"proxy_deactivations":        "Blocked donors deactivated instead of proxied (proxy_deactivate).",
 	"lock_juggling_retries":      "Retries after dropping and retaking runqueue locks (lock-juggling windows).",
@@ -179,7 +178,7 @@ func NewCollector(o Options) *Collector {
 	c.blocked = desc(p+"blocked_tasks", "Tasks waiting on a kernel mutex: contentions minus waits that ended, floored at 0.")
 	c.lockAcquisitions = desc(p+"spinlock_acquisitions_total", "Raw spinlock acquisitions (runqueue, pi, wait and blocked locks).")
 	c.lockContended = desc(p+"spinlock_contentions_total", "Raw spinlock acquisitions whose first try failed.")
-	c.fptSpinsHist = desc(p+"find_proxy_task_spins", "Spins (chain steps plus retries) per resolved find_proxy_task pick.")
+	c.fptSpinsHist = desc(p+"find_proxy_task_spins", "Spins per resolved proxy pick: the blocked_on links walked by every find_proxy_task call of the pick, plus one per call that forced a re-pick.")
 	c.chainHist = desc(p+"proxy_chain_length", "blocked_on chain links walked per find_proxy_task call.")
 	c.lockSpinsHist = desc(p+"spinlock_spins_per_acquisition", "Failed tries per contended-path raw spinlock acquisition (0 when the first try succeeded).")
 	c.runInfo = desc(p+"run_info", "Information about the run; the value is always 1.", "workload", "seed", "proxy_exec", "shard")

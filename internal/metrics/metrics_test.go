@@ -148,7 +148,7 @@ proxysim_context_switches_total 15
 # HELP proxysim_proxy_picks_total Picks that ran a lock owner on behalf of a blocked donor queued on the same runqueue (proxy execution).
 # TYPE proxysim_proxy_picks_total counter
 proxysim_proxy_picks_total 7
-# HELP proxysim_find_proxy_task_spins_total Steps along blocked_on chains taken by find_proxy_task, summed over calls.
+# HELP proxysim_find_proxy_task_spins_total Steps along blocked_on chains taken by find_proxy_task, summed over calls (the sum of proxysim_proxy_chain_length).
 # TYPE proxysim_find_proxy_task_spins_total counter
 proxysim_find_proxy_task_spins_total 9
 # HELP proxysim_ipis_total Inter-processor interrupts sent (reschedule and wake-list IPIs).
@@ -185,7 +185,7 @@ proxysim_proxy_chain_length_bucket{le="1023"} 5
 proxysim_proxy_chain_length_bucket{le="+Inf"} 6
 proxysim_proxy_chain_length_sum 5010
 proxysim_proxy_chain_length_count 6
-# HELP proxysim_find_proxy_task_spins Spins (chain steps plus retries) per resolved find_proxy_task pick.
+# HELP proxysim_find_proxy_task_spins Spins per resolved proxy pick: the blocked_on links walked by every find_proxy_task call of the pick, plus one per call that forced a re-pick.
 # TYPE proxysim_find_proxy_task_spins histogram
 proxysim_find_proxy_task_spins_bucket{le="0"} 2
 proxysim_find_proxy_task_spins_bucket{le="1"} 2
@@ -299,7 +299,7 @@ func TestCounterNames(t *testing.T) {
 	}
 	for _, want := range []string{
 		"proxysim_context_switches_total", "proxysim_wakeups_total", "proxysim_proxy_migrations_total",
-		"proxysim_chain_migrations_total", "proxysim_return_migrations_total", "proxysim_force_returns_total",
+		"proxysim_return_migrations_total", "proxysim_force_returns_total",
 		"proxysim_sleeping_owner_enqueues_total", "proxysim_blocked_waiter_activations_total",
 		"proxysim_donor_handoffs_total", "proxysim_find_proxy_task_calls_total",
 		"proxysim_find_proxy_task_retries_total", "proxysim_find_proxy_task_spins_total",

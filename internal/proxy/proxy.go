@@ -74,8 +74,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 	var p *task.Task
 	links := uint64(0)
 	done := func(ret *task.Task) *task.Task {
-		c.Stats.Observe(stats.HistChainLength, links)
-		c.Stats.Observe(stats.HistFPTSpins, links)
+		c.Stats.FindProxyTaskDone(links, ret != nil)
 		if ret == nil {
 			c.Inc(stats.FindProxyTaskRetries)
 		}
@@ -367,9 +366,6 @@ func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int
 		t = t.BlockedDonor() // the rq lock pins the chain; the kernel leaves the links set
 	}
 	c.Inc(stats.ProxyMigrations)
-	if n > 1 {
-		c.Add(stats.ChainMigrations, uint64(n-1))
-	}
 	if !c.Bug(bugs.StaleBalanceCallbacks) {
 		r.ZapBalanceCallbacks(c)
 	}

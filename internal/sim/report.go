@@ -2,11 +2,14 @@ package sim
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/proxysim/proxysim/internal/task"
@@ -14,8 +17,16 @@ import (
 )
 
 // WriteFileAtomic writes via a temporary file in the same directory and
-// renames it into place, so a reader never sees half a file.
+// renames it into place, so a reader never sees half a file. Errors name
+// path, never the temporary file.
 func WriteFileAtomic(path string, write func(w io.Writer) error) error {
+	if err := writeFileAtomic(path, write); err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: underlying(err)}
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -37,7 +48,48 @@ func WriteFileAtomic(path string, write func(w io.Writer) error) error {
 		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// underlying strips the path (the temporary file's) from a file error.
+func underlying(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// CheckWritable checks, before a run, that path can be written the way
+// WriteFileAtomic writes it: its directory exists and takes new files,
+// and path is not a directory. It leaves nothing behind.
+func CheckWritable(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: no directory %s", path, dir)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %v", path, underlying(err))
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
 }
 
 // WritePreamble writes the seed and command line to the report file before
@@ -45,7 +97,7 @@ func WriteFileAtomic(path string, write func(w io.Writer) error) error {
 // (GORACE=halt_on_error=1) still leaves its reproducer behind.
 func WritePreamble(path string, seed uint64, cmdline string) error {
 	return WriteFileAtomic(path, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "proxysim report (run in progress or killed)\nseed: %d\nreproduce: %s\n\nIf this is all the file holds, the process died before it could finish the report:\nlook at its stderr (a Go data race report under -race, or a crash).\n", seed, cmdline)
+		_, err := fmt.Fprintf(w, "proxysim report (run in progress or killed)\nversion: %s\nseed: %d\nreproduce: %s\n\nIf this is all the file holds, the process died before it could finish the report:\nlook at its stderr (a Go data race report under -race, or a crash).\n", Version(), seed, cmdline)
 		return err
 	})
 }
@@ -73,15 +125,18 @@ func FormatSummary(w io.Writer, s *Summary) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  mutex contentions %d\n", s.MutexContentions)
 	if s.ProxyExec {
+		// Protocol operations, not task moves: the moves are in the
+		// migrations line above (reasons proxy, chain, return, force_return).
 		c := s.Counters
-		fmt.Fprintf(w, "  proxy             picks %d, proxy migrations %d (chain %d), returns %d, force returns %d,\n", c["proxy_pick_same_rq"], c["proxy_migrations"], c["chain_migrations"], c["return_migrations"], c["force_returns"])
+		fmt.Fprintf(w, "  proxy             picks %d, proxy_migrate_task calls %d, proxy_needs_return dequeues %d, proxy_force_return dequeues %d,\n", c["proxy_pick_same_rq"], c["proxy_migrations"], c["return_migrations"], c["force_returns"])
 		fmt.Fprintf(w, "                    parked on sleeping owners %d, activated %d, donor hand-offs %d, resched idle %d\n", c["sleeping_owner_enqueues"], c["blocked_waiter_activations"], c["donor_handoffs"], c["proxy_resched_idle"])
 	}
-	fmt.Fprintf(w, "  groups:\n")
+	fmt.Fprintf(w, "  groups (p99: the top of its histogram bucket, so \"<=\"):\n")
+	fmt.Fprintf(w, "    %-10s %5s  %-10s  %-12s %-10s  %-12s %s\n", "GROUP", "TASKS", "RUNTIME", "WAIT P99", "WAIT MAX", "WAKEUP P99", "WAKEUP MAX")
 	for _, name := range sortedKeys(s.Groups) {
 		g := s.Groups[name]
-		fmt.Fprintf(w, "    %-10s %4d tasks  runtime %-10s mutex wait p99 %-9s max %-9s wakeup latency p99 %-9s max %s\n", name, g.Tasks, fmtNs(g.RuntimeNs),
-			fmtNs(g.P99MutexWaitNs), fmtNs(g.MaxMutexWaitNs), fmtNs(g.P99WakeupLatencyNs), fmtNs(g.MaxWakeupLatencyNs))
+		fmt.Fprintf(w, "    %-10s %5d  %-10s  %-12s %-10s  %-12s %s\n", name, g.Tasks, fmtNs(g.RuntimeNs),
+			FormatBound(g.P99MutexWaitNs), fmtNs(g.MaxMutexWaitNs), FormatBound(g.P99WakeupLatencyNs), fmtNs(g.MaxWakeupLatencyNs))
 	}
 	if s.StopReason != "" {
 		fmt.Fprintf(w, "  stopped: %s\n", s.StopReason)
@@ -124,6 +179,32 @@ func fmtNs(ns int64) string {
 	return fmt.Sprintf("%dns", ns)
 }
 
+// FormatBound prints an upper bound (a histogram bucket's top) as "<= X"
+// with three significant digits, rounded up so that it stays a bound.
+func FormatBound(ns int64) string {
+	if ns <= 0 {
+		return "0"
+	}
+	unit, div := "ns", 1.0
+	switch {
+	case ns >= 1e9:
+		unit, div = "s", 1e9
+	case ns >= 1e6:
+		unit, div = "ms", 1e6
+	case ns >= 1e3:
+		unit, div = "us", 1e3
+	}
+	v := float64(ns) / div
+	scale := 100.0 // three significant digits: v in [1, 1000)
+	if v >= 100 {
+		scale = 1
+	} else if v >= 10 {
+		scale = 10
+	}
+	v = math.Ceil(v*scale) / scale
+	return "<=" + strconv.FormatFloat(v, 'f', -1, 64) + unit
+}
+
 // FormatReport writes the failure report: what broke, where, the
 // blocked_on chains of the tasks involved (like the kernel's hung-task
 // blocker report), the state of every CPU and contended mutex, the merged
@@ -132,6 +213,7 @@ func (r *Run) FormatReport(w io.Writer, s *Summary, cmdline string, lastEvents i
 	m := r.Machine
 	fmt.Fprintf(w, "proxysim failure report\n=======================\n\n")
 	fmt.Fprintf(w, "reproduce: %s\n", cmdline)
+	fmt.Fprintf(w, "version: %s\n", Version())
 	fmt.Fprintf(w, "seed: %d  cpus: %d  tasks: %d  workload: %s  proxy_exec: %s  bugs: %s\n", s.Seed, s.CPUs, s.Tasks, s.Workload, onOff(s.ProxyExec), strings.Join(s.Bugs, ","))
 	fmt.Fprintf(w, "stopped: %s\n\n", s.StopReason)
 	fmt.Fprintf(w, "violations (%d):\n", len(s.Violations))

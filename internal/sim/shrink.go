@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 
+	"github.com/proxysim/proxysim/internal/cpu"
+
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/workload"
 )
@@ -26,15 +28,42 @@ func SizeOf(sc *workload.Scenario, cpus int) Size {
 	return z
 }
 
+// ShrinkOptions tune Shrink.
+type ShrinkOptions struct {
+	// MaxTries bounds the candidate runs.
+	MaxTries int
+	// Seeds is how many seeds a candidate is tried on: the run's own,
+	// then the next ones, in order (1 or less: the run's own only). A
+	// deterministic interleaving hangs on every detail of the scenario, so
+	// a smaller scenario rarely fails on the very same seed; it often does
+	// on a neighbour.
+	Seeds int
+	// Progress, if set, is told of every kept change.
+	Progress func(Size, string)
+	// Stop, when closed, ends the shrink at once with the smallest
+	// failing scenario found so far.
+	Stop <-chan struct{}
+}
+
+// ShrinkResult is the smallest failing scenario found.
+type ShrinkResult struct {
+	Scenario    *workload.Scenario
+	Seed        uint64 // the seed it fails on
+	Tries       int    // candidate runs
+	Interrupted bool   // Stop was closed
+}
+
 // Shrink reduces a failing deterministic run (o, sc) to a smaller
 // scenario that still fails with the same invariant: fewer CPUs, fewer
 // tasks per group, fewer groups, fewer mutexes, fewer program steps. Each
-// candidate is one deterministic run with the same seed, strategy and
-// bugs; a change is kept when the run still breaks the invariant. Greedy
-// passes (one element at a time, halving counts first) repeat until none
-// helps. progress, if set, is told of every kept change.
-func Shrink(o Options, sc *workload.Scenario, invariant string, maxTries int, progress func(Size, string)) (*workload.Scenario, int, error) {
+// candidate is a deterministic run with the same strategy and bugs, on
+// the current seed and then the next so.Seeds-1 ones; a change is kept
+// when one of them still breaks the invariant (and that seed becomes the
+// current one). Greedy passes (one element at a time, halving counts
+// first) repeat until none helps.
+func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions) (ShrinkResult, error) {
 	o.Deterministic = true
+	maxTries := so.MaxTries
 	cpus := o.CPUs
 	if sc.CPUs > 0 {
 		cpus = sc.CPUs
@@ -44,24 +73,78 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, maxTries int, pr
 	if cur.Topology == "" {
 		cur.Topology = o.Topology // the shrunk scenario keeps the machine's shape
 	}
+	seed := o.Seed
 	tries := 0
-	fails := func(c *workload.Scenario) bool {
-		if tries >= maxTries {
+	stopped := func() bool {
+		select {
+		case <-so.Stop:
+			return true
+		default:
+			return false
+		}
+	}
+	// Candidates are bounded by conductor turns: one that has not failed
+	// within four times the turns the original took to fail (plus a
+	// million) counts as not failing. A counted bound, not a wall-clock
+	// one, so that the shrink does not depend on the host's speed; it
+	// keeps candidates that lost their compute and sleep steps (and spin)
+	// from taking seconds each.
+	var stepBudget uint64
+	const budgetStop = "shrink: turn budget spent"
+	// failsOn runs candidate c on one seed.
+	failsOn := func(c *workload.Scenario, sd uint64) bool {
+		if tries >= maxTries || stopped() {
 			return false
 		}
 		tries++
 		oo := o
-		oo.CPUs, oo.Topology = c.CPUs, c.Topology
+		oo.CPUs, oo.Topology, oo.Seed = c.CPUs, c.Topology, sd
+		if lim := stepBudget; lim > 0 {
+			prev := oo.OnEpoch
+			oo.OnEpoch = func(m *cpu.Machine, h int64) {
+				if m.ScheduleSteps() > lim {
+					m.Stop(budgetStop)
+				}
+				if prev != nil {
+					prev(m, h)
+				}
+			}
+		}
 		r, err := Build(oo, c)
 		if err != nil {
 			return false
 		}
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-so.Stop:
+				r.Machine.Stop("shrink interrupted")
+			case <-done:
+			}
+		}()
 		s := r.Execute()
-		return s.Failed() && s.Violations[0].Name == invariant
+		if stepBudget == 0 {
+			stepBudget = 4*s.ScheduleSteps + 1_000_000
+		}
+		return s.Failed() && s.Violations[0].Name == invariant && !stopped() && r.Machine.StopReason() != budgetStop
 	}
-	if !fails(cur) {
-		return nil, tries, fmt.Errorf("the run does not fail with %s to begin with", invariant)
+	fails := func(c *workload.Scenario) bool {
+		for k := 0; k < max(1, so.Seeds); k++ {
+			if failsOn(c, seed+uint64(k)) {
+				seed += uint64(k)
+				return true
+			}
+		}
+		return false
 	}
+	if !failsOn(cur, seed) {
+		if stopped() {
+			return ShrinkResult{Scenario: cur, Seed: seed, Tries: tries, Interrupted: true}, nil
+		}
+		return ShrinkResult{Tries: tries}, fmt.Errorf("the run does not fail with %s to begin with", invariant)
+	}
+	progress := so.Progress
 	keep := func(c *workload.Scenario, what string) bool {
 		if fails(c) {
 			cur = c
@@ -72,7 +155,7 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, maxTries int, pr
 		}
 		return false
 	}
-	for changed := true; changed && tries < maxTries; {
+	for changed := true; changed && tries < maxTries && !stopped(); {
 		changed = false
 		// CPUs: halve, then one at a time.
 		for n := cur.CPUs / 2; n >= 1 && tries < maxTries; n /= 2 {
@@ -149,7 +232,7 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, maxTries int, pr
 			}
 		}
 	}
-	return cur, tries, nil
+	return ShrinkResult{Scenario: cur, Seed: seed, Tries: tries, Interrupted: stopped()}, nil
 }
 
 func clone(s *workload.Scenario) *workload.Scenario {

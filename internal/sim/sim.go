@@ -39,6 +39,9 @@ type Options struct {
 	WakingBound    time.Duration
 	Hooks          func(cpu int) spinlock.Hooks
 	OnEpoch        func(m *cpu.Machine, horizon int64)
+	// OnSetup, if set, is told how many of the scenario's tasks Build has
+	// created (every few thousand, and at the end).
+	OnSetup func(done, total int)
 
 	// Deterministic runs the machine serially under a conductor with
 	// Strategy ("time", "random", "pct:D"); jitter and stutter are off.
@@ -62,7 +65,18 @@ func Defaults() Options {
 	}
 }
 
-// LoadScenario resolves a workload name or file.
+// IsBuiltin says whether name is a built-in workload (not a file).
+func IsBuiltin(name string) bool {
+	for _, b := range workload.BuiltinNames() {
+		if b == name {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadScenario resolves a workload name or file. A scenario file without
+// a name is named after the file.
 func LoadScenario(name string, cpus, tasks int) (*workload.Scenario, error) {
 	if s, err := workload.Builtin(name, cpus, tasks); err == nil {
 		return s, nil
@@ -70,7 +84,14 @@ func LoadScenario(name string, cpus, tasks int) (*workload.Scenario, error) {
 	if _, err := os.Stat(name); err != nil {
 		return nil, fmt.Errorf("unknown workload %q: not a built-in (%v) and not a readable file", name, workload.BuiltinNames())
 	}
-	return workload.ParseFile(name)
+	s, err := workload.ParseFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if s.Name == "" {
+		s.Name = name
+	}
+	return s, nil
 }
 
 // Run is one simulation.
@@ -164,11 +185,17 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	for _, name := range sc.Mutexes {
 		m.AddMutex(name)
 	}
+	if o.OnSetup != nil {
+		o.OnSetup(0, sc.NumTasks())
+	}
 	plans, err := sc.Plan(o.CPUs, o.Seed)
 	if err != nil {
 		return nil, err
 	}
 	for i, p := range plans {
+		if o.OnSetup != nil && i%4096 == 0 {
+			o.OnSetup(i, len(plans))
+		}
 		// spread initial placement over the allowed CPUs
 		start := (i * 7919) % o.CPUs
 		c := p.Mask.Next(start)
@@ -179,6 +206,9 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 			Mask: p.Mask, Prog: p.Prog, CPU: c, Seed: o.Seed + uint64(i)*0x9e3779b97f4a7c15}); err != nil {
 			return nil, err
 		}
+	}
+	if o.OnSetup != nil {
+		o.OnSetup(len(plans), len(plans))
 	}
 	return run, nil
 }
@@ -200,9 +230,9 @@ type GroupSummary struct {
 	DonatedNs          int64  `json:"donated_ns"`
 	MutexAcquires      uint64 `json:"mutex_acquires"`
 	MaxMutexWaitNs     int64  `json:"max_mutex_wait_ns"`
-	P99MutexWaitNs     int64  `json:"p99_mutex_wait_ns"`
+	P99MutexWaitNs     int64  `json:"p99_mutex_wait_ns"` // an upper bound: the top of the histogram bucket holding the p99 (buckets ~12% wide), capped at the max
 	MaxWakeupLatencyNs int64  `json:"max_wakeup_latency_ns"`
-	P99WakeupLatencyNs int64  `json:"p99_wakeup_latency_ns"`
+	P99WakeupLatencyNs int64  `json:"p99_wakeup_latency_ns"` // an upper bound, like P99MutexWaitNs
 }
 
 // Summary is what `proxysim run` prints.
@@ -320,9 +350,9 @@ func (r *Run) Summarize() *Summary {
 	for i, g := range r.Scenario.Groups {
 		a := &accs[i]
 		a.g.MaxMutexWaitNs = a.wait.Max
-		a.g.P99MutexWaitNs = a.wait.Quantile(0.99)
+		a.g.P99MutexWaitNs = a.wait.QuantileBound(0.99)
 		a.g.MaxWakeupLatencyNs = a.lat.Max
-		a.g.P99WakeupLatencyNs = a.lat.Quantile(0.99)
+		a.g.P99WakeupLatencyNs = a.lat.QuantileBound(0.99)
 		s.Groups[g.Name] = a.g
 	}
 	for _, e := range m.Dep.Edges() {

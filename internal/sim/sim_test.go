@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -54,11 +55,16 @@ func TestMixedExercisesEveryProxyPath(t *testing.T) {
 	if s.Failed() {
 		t.Fatal(s.Violations[0])
 	}
-	for _, k := range []string{"proxy_pick_same_rq", "proxy_migrations", "chain_migrations", "return_migrations", "force_returns",
+	for _, k := range []string{"proxy_pick_same_rq", "proxy_migrations", "return_migrations", "force_returns",
 		"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs", "find_proxy_task_retries",
 		"find_proxy_task_spins", "proxy_resched_idle", "lock_juggling_retries"} {
 		if s.Counters[k] == 0 {
 			t.Errorf("counter %s is 0 after %v of mixed at %d CPUs", k, o.SimTime, o.CPUs)
+		}
+	}
+	for _, r := range []string{"proxy", "chain", "return", "force_return", "activation"} {
+		if s.MigrationsByReason[r] == 0 {
+			t.Errorf("no migration for reason %s after %v of mixed at %d CPUs", r, o.SimTime, o.CPUs)
 		}
 	}
 	if len(s.ChainLength) < 2 {
@@ -75,10 +81,15 @@ func TestProxyOffIsStock(t *testing.T) {
 	if s.Failed() {
 		t.Fatal(s.Violations[0])
 	}
-	for _, k := range []string{"proxy_pick_same_rq", "proxy_migrations", "chain_migrations", "return_migrations", "force_returns",
+	for _, k := range []string{"proxy_pick_same_rq", "proxy_migrations", "return_migrations", "force_returns",
 		"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs", "find_proxy_task_calls", "proxy_resched_idle"} {
 		if s.Counters[k] != 0 {
 			t.Errorf("proxy execution off, but %s = %d", k, s.Counters[k])
+		}
+	}
+	for _, r := range []string{"proxy", "chain", "return", "force_return", "activation"} {
+		if n := s.MigrationsByReason[r]; n != 0 {
+			t.Errorf("proxy execution off, but %d migrations for reason %s", n, r)
 		}
 	}
 	if s.Counters["mutex_contentions"] == 0 {
@@ -86,15 +97,44 @@ func TestProxyOffIsStock(t *testing.T) {
 	}
 }
 
-// The same seed gives the same workload (tasks, groups) in both modes.
+// The same seed gives the same workload in both modes: every task with
+// the same name, group, policy, priority, mask, initial CPU and program
+// (the planner must not draw differently, or depend on proxy execution),
+// while the runs themselves differ.
 func TestProxyOnOffSameWorkload(t *testing.T) {
 	o := Defaults()
 	o.CPUs, o.SimTime, o.Seed = 8, 50*time.Millisecond, 9
-	a := run(t, o)
+	tasksOf := func(o Options) ([]string, *Summary) {
+		sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Build(o, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range r.Machine.Tasks() {
+			if p == nil {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%v group %d prio %d mask %v cpu %d program %+v", p, p.Group, p.SE.Prio, p.CPUsMask, p.CPU(), p.Exec.Prog.Ops))
+		}
+		return out, r.Execute()
+	}
+	on, son := tasksOf(o)
 	o.Proxy = false
-	b := run(t, o)
-	if a.Tasks != b.Tasks || len(a.Groups) != len(b.Groups) {
-		t.Fatalf("on: %d tasks %d groups, off: %d tasks %d groups", a.Tasks, len(a.Groups), b.Tasks, len(b.Groups))
+	off, soff := tasksOf(o)
+	if len(on) == 0 || len(on) != len(off) {
+		t.Fatalf("proxy on: %d tasks, off: %d", len(on), len(off))
+	}
+	for i := range on {
+		if on[i] != off[i] {
+			t.Errorf("task %d differs:\n on: %s\noff: %s", i+1, on[i], off[i])
+		}
+	}
+	if son.Counters["proxy_pick_same_rq"] == 0 || soff.Counters["proxy_pick_same_rq"] != 0 {
+		t.Errorf("proxy picks on %d, off %d: the two runs did not differ the way they should", son.Counters["proxy_pick_same_rq"], soff.Counters["proxy_pick_same_rq"])
 	}
 }
 

@@ -19,14 +19,11 @@ const (
 	Preemptions
 	Ticks
 	IPIs
-	MigrationsLoadBalance
-	MigrationsAffinity
 	MutexAcquires
 	MutexContentions
 	MutexHandoffs
 	ProxyPickSameRQ
 	ProxyMigrations
-	ChainMigrations
 	ReturnMigrations
 	ForceReturns
 	SleepingOwnerEnqueues
@@ -44,7 +41,7 @@ const (
 	Audits
 	Exits
 	JitterInjected
-	Migrations       // every change of task_cpu (se.nr_migrations)
+	Migrations       // every change of task_cpu (se.nr_migrations); by reason in CPU.MigrateBy
 	MutexWaitsDone   // waits that ended in an acquisition (contentions minus these = tasks waiting)
 	AffinityShuffles // stress: masks moved by the shuffler
 	NumCounters
@@ -53,9 +50,8 @@ const (
 // CounterNames are the stable names of the counters.
 var CounterNames = [NumCounters]string{
 	"context_switches", "wakeups", "wakeups_remote", "wakeups_runnable", "preemptions", "ticks", "ipis",
-	"migrations_load_balance", "migrations_affinity",
 	"mutex_acquires", "mutex_contentions", "mutex_handoffs",
-	"proxy_pick_same_rq", "proxy_migrations", "chain_migrations", "return_migrations", "force_returns",
+	"proxy_pick_same_rq", "proxy_migrations", "return_migrations", "force_returns",
 	"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs",
 	"find_proxy_task_calls", "find_proxy_task_retries", "find_proxy_task_spins", "proxy_resched_idle",
 	"proxy_deactivations", "lock_juggling_retries", "on_cpu_waits", "rt_pushes", "rt_pulls", "audits",
@@ -72,7 +68,7 @@ type CPUHist int
 
 const (
 	HistChainLength CPUHist = iota // links walked per find_proxy_task call
-	HistFPTSpins                   // spins (chain steps plus retries) per resolved pick
+	HistFPTSpins                   // spins per resolved pick: the links of every call of the pick, plus one per retry
 	NumCPUHists
 )
 
@@ -84,8 +80,12 @@ type CPU struct {
 	HSum [NumCPUHists]atomic.Uint64
 	// SimTime is this CPU's virtual clock, published for scrapes.
 	SimTime atomic.Int64
-	// MigrateBy counts task_cpu changes by reason (trace.MigrateReason).
+	// MigrateBy counts task_cpu changes by reason (trace.MigrateReason):
+	// the one source of every per-kind migration figure.
 	MigrateBy [MaxReasons]atomic.Uint64
+	// pickSpins accumulates the spins of a pick whose find_proxy_task
+	// calls asked for a re-pick, until one resolves (FindProxyTaskDone).
+	pickSpins uint64
 }
 
 // MaxReasons bounds the migration reasons CPU.MigrateBy can count.
@@ -105,6 +105,23 @@ func (s *CPU) Observe(h CPUHist, v uint64) {
 	}
 	s.H[h][b].Add(1)
 	s.HSum[h].Add(v)
+}
+
+// FindProxyTaskDone records one find_proxy_task call that walked links
+// blocked_on links: HistChainLength gets the call; HistFPTSpins gets the
+// pick once a call resolves it (resolved: a task to run, idle included),
+// with the links of every call of the pick plus one per retry. A pick
+// whose retries end in a pick that needs no proxy carries its spins into
+// the next resolved one.
+func (s *CPU) FindProxyTaskDone(links uint64, resolved bool) {
+	s.Observe(HistChainLength, links)
+	s.pickSpins += links
+	if !resolved {
+		s.pickSpins++
+		return
+	}
+	s.Observe(HistFPTSpins, s.pickSpins)
+	s.pickSpins = 0
 }
 
 // Sum adds up counter k over CPUs.
@@ -171,6 +188,30 @@ func (h *Hist) Merge(o *Hist) {
 	if o.Max > h.Max {
 		h.Max = o.Max
 	}
+}
+
+// QuantileBound returns an upper bound of quantile q (0..1): the largest
+// value of the bucket holding it (buckets are about 12% wide), capped at
+// Max. The quantile is at most this; printed figures say so ("<= X").
+func (h *Hist) QuantileBound(q float64) int64 {
+	if h.N == 0 {
+		return 0
+	}
+	rank := uint64(math.Ceil(q * float64(h.N)))
+	if rank == 0 {
+		rank = 1
+	}
+	var seen uint64
+	for i, c := range h.B {
+		seen += uint64(c)
+		if seen >= rank {
+			if i+1 >= len(h.B) {
+				return h.Max
+			}
+			return min(histLower(i+1)-1, h.Max)
+		}
+	}
+	return h.Max
 }
 
 // Quantile returns an estimate of quantile q (0..1): the lower bound of

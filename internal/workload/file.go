@@ -125,7 +125,7 @@ func ParseFile(path string) (*Scenario, error) {
 // Parse parses a scenario file's contents; name (usually the file's path)
 // starts every error message.
 func Parse(name string, data []byte) (*Scenario, error) {
-	p := &parser{name: name, data: data}
+	p := &parser{name: name, data: data, lines: map[string]int{}}
 	root, err := p.tree()
 	if err != nil {
 		return nil, err
@@ -134,6 +134,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.Source = &Source{File: name, Lines: p.lines}
 	if err := s.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, oneLine(err.Error()))
 	}
@@ -173,9 +174,10 @@ type member struct {
 }
 
 type parser struct {
-	name string
-	data []byte
-	dec  *json.Decoder
+	name  string
+	data  []byte
+	dec   *json.Decoder
+	lines map[string]int // JSON path -> line, for Plan's errors (Source)
 }
 
 // tree checks the syntax and builds the value tree.
@@ -581,6 +583,7 @@ func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) 
 		return err
 	}
 	h.path = path
+	p.lines[path] = p.line(n.off)
 	m := f["name"]
 	if m == nil {
 		return p.errf(n, path, "missing key \"name\"")
@@ -620,6 +623,7 @@ func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) 
 		return err
 	}
 	if m := f["cpus"]; m != nil {
+		p.lines[path+".cpus"] = p.line(m.val.off)
 		if g.CPUs, err = p.str(m.val, path+".cpus"); err != nil {
 			return err
 		}
@@ -660,6 +664,7 @@ var instructionNames = func() string {
 }()
 
 func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) error {
+	p.lines[path] = p.line(n.off)
 	if n.kind != kObject {
 		return p.errf(n, path, "want an instruction object like {\"compute\": \"1ms\"}, got %s", kindNames[n.kind])
 	}

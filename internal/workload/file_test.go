@@ -39,6 +39,7 @@ func TestParseExamples(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
+			s.Source, back.Source = nil, nil // where it was read is not its meaning
 			if !reflect.DeepEqual(s, back) {
 				t.Fatalf("round trip differs:\n%s", out)
 			}
@@ -178,6 +179,7 @@ func TestBuiltinRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
+			back.Source = nil // where it was read is not its meaning
 			if !reflect.DeepEqual(s, back) {
 				for gi := range s.Groups {
 					if !reflect.DeepEqual(s.Groups[gi], back.Groups[gi]) {
@@ -487,6 +489,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("reparse: %v\n%s", err, out)
 		}
+		s.Source, back.Source = nil, nil // where it was read is not its meaning
 		if !reflect.DeepEqual(s, back) {
 			t.Fatalf("round trip differs:\n%s", out)
 		}
@@ -510,5 +513,63 @@ func TestTopologyRoundTrip(t *testing.T) {
 	s2, err := Parse("t2.json", out)
 	if err != nil || s2.Topology != s.Topology {
 		t.Fatalf("round trip: %q, %v\n%s", s2.Topology, err, out)
+	}
+}
+
+// Errors that only the plan finds (a machine too small for a mask, a
+// program that breaks the mutex rules) name the file and the line.
+func TestPlanErrorsNameFileAndLine(t *testing.T) {
+	cases := []struct {
+		name, text string
+		cpus       int
+		want       string
+	}{
+		{"affinity", `{"mutexes": ["a"], "groups": [
+  {"name": "g", "program": [{"sleep": "1ms"}]},
+  {"name": "h",
+   "cpus": "6-7",
+   "program": [{"sleep": "1ms"}]}]}`, 4, "x.json: line 4: groups[1].cpus: group h: "},
+		{"affinity-op", `{"groups": [{"name": "g", "program": [
+  {"sleep": "1ms"},
+  {"affinity": {"cpus": "9"}}]}]}`, 4, "x.json: line 3: groups[0].program[1]: affinity mask has no CPU below 4"},
+		{"unlock-free", `{"mutexes": ["a", "b"], "groups": [{"name": "g", "program": [
+  {"lock": "a"},
+  {"choose": {"p": 0.5, "to": 3}},
+  {"unlock": "a"},
+  {"unlock": "a"},
+  {"sleep": "1ms"}]}]}`, 2, "x.json: line 5: groups[0].program[3]: unlocks a, which the task does not hold"},
+		{"relock", `{"mutexes": ["a"], "groups": [{"name": "g", "program": [
+  {"lock": "a"},
+  {"sleep": "1ms"},
+  {"loop": {"to": 0}}]}]}`, 2, "x.json: line 2: groups[0].program[0]: locks a, which the task already holds"},
+		{"cycle", `{"mutexes": ["a", "b"], "groups": [
+  {"name": "g", "program": [{"lock": "a"}, {"lock": "b"}, {"unlock": "b"}, {"unlock": "a"}]},
+  {"name": "h", "program": [
+    {"lock": "b"},
+    {"lock": "a"}, {"unlock": "a"}, {"unlock": "b"}]}]}`, 2, "lock order cycle a -> b -> a"},
+	}
+	for _, c := range cases {
+		s, err := Parse("x.json", []byte(c.text))
+		if err != nil {
+			t.Fatalf("%s: parse: %v", c.name, err)
+		}
+		_, err = s.Plan(c.cpus, 1)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: Plan error %v, want one line containing %q", c.name, err, c.want)
+		}
+	}
+	// the built-in workloads follow the rules at every size and seed
+	for _, name := range BuiltinNames() {
+		for _, cpus := range []int{1, 3, 8, 64} {
+			for seed := uint64(1); seed <= 5; seed++ {
+				s, err := Builtin(name, cpus, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Plan(cpus, seed); err != nil {
+					t.Errorf("%s at %d CPUs, seed %d: %v", name, cpus, seed, err)
+				}
+			}
+		}
 	}
 }

@@ -57,6 +57,9 @@ type Scenario struct {
 	Topology string
 	Mutexes  []string
 	Groups   []Group
+	// Source is where a scenario file was read (nil for built-ins), for
+	// errors that Plan finds; not part of the scenario's meaning.
+	Source *Source
 }
 
 // NumTasks counts the tasks of all groups.
@@ -101,7 +104,7 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 		if g.CPUs != "" {
 			m, err := task.ParseMask(g.CPUs, ncpu)
 			if err != nil {
-				return nil, fmt.Errorf("groups[%d] (%s).cpus: %v", gi, g.Name, err)
+				return nil, s.errAt(fmt.Sprintf("groups[%d].cpus", gi), "group %s: %v (the machine has %d CPUs)", g.Name, err, ncpu)
 			}
 			mask = m
 		}
@@ -148,7 +151,7 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 				if o.Kind == task.OpAffinity && o.Count == 0 {
 					o.Mask = o.Mask.And(task.MaskAll(ncpu))
 					if o.Mask.Empty() {
-						return nil, fmt.Errorf("groups[%d].program[%d]: affinity mask has no CPU below %d", gi, k, ncpu)
+						return nil, s.errAt(fmt.Sprintf("groups[%d].program[%d]", gi, k), "affinity mask has no CPU below %d (the machine has %d CPUs)", ncpu, ncpu)
 					}
 				}
 				prog.Ops[k] = o
@@ -162,6 +165,9 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 			}
 			out = append(out, TaskPlan{Name: name, Group: gi, Policy: g.Policy, Prio: g.Prio, Mask: mask, Prog: prog})
 		}
+	}
+	if err := s.checkLocking(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proxysim/proxysim/internal/sim"
+)
+
+// Every bad flag value and every unwritable output path is one line on
+// stderr naming the problem, exit 2, and nothing run.
+func TestFlagAndPathErrors(t *testing.T) {
+	dir := t.TempDir()
+	three := filepath.Join(dir, "three.json")
+	if err := os.WriteFile(three, []byte(`{"cpus": 3, "mutexes": ["a"], "groups": [{"name": "g", "program": [{"lock": "a"}, {"unlock": "a"}, {"sleep": "1ms"}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// a report good enough for shrink to reach its --out check
+	rep := filepath.Join(dir, "det.report")
+	if err := os.WriteFile(rep, []byte("proxysim failure report\nreproduce: proxysim run --deterministic --strategy random --cpus 4 --sim-time 10ms --seed 1\nviolations (1):\n  [event #5, t=1.000ms] invariant 5 (queued-here) on cpu 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "no", "such", "dir")
+	scenario := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	wideMask := scenario("wide.json", "{\"groups\": [\n  {\"name\": \"g\",\n   \"cpus\": \"0-15\",\n   \"program\": [{\"sleep\": \"1ms\"}]}]}\n")
+	freeUnlock := scenario("free.json", "{\"mutexes\": [\"a\"], \"groups\": [{\"name\": \"g\", \"program\": [\n  {\"unlock\": \"a\"},\n  {\"sleep\": \"1ms\"}]}]}\n")
+	abba := scenario("abba.json", `{"mutexes": ["a", "b"], "groups": [
+  {"name": "g", "count": 2, "program": [{"lock": "a"}, {"lock": "b"}, {"compute": "1ms"}, {"unlock": "b"}, {"unlock": "a"}]},
+  {"name": "h", "count": 2, "program": [{"lock": "b"}, {"lock": "a"}, {"compute": "1ms"}, {"unlock": "a"}, {"unlock": "b"}]}]}`)
+	cases := []struct {
+		args []string
+		want string // in the error line
+	}{
+		{[]string{"stress", "--jitter", "NaN"}, "--jitter NaN out of range"},
+		{[]string{"run", "--waking-bound", "-1s"}, "--waking-bound must not be negative"},
+		{[]string{"run", "--hang-timeout", "0"}, "--hang-timeout must be positive"},
+		{[]string{"run", "--hang-timeout", "-1s"}, "--hang-timeout must be positive"},
+		{[]string{"stress", "--retry-deterministic", "-1s"}, "--retry-deterministic must not be negative"},
+		{[]string{"run", "--strategy", "foo"}, "--strategy"},
+		{[]string{"run", "--strategy", "pct:0"}, "--strategy"},
+		{[]string{"run", "--strategy", "random"}, "add --deterministic"},
+		{[]string{"bugs", "--only", "nosuch"}, "--only"},
+		{[]string{"bugs", "--seeds", "3"}, "--seeds applies only with --hunt"},
+		{[]string{"bugs", "--hunt", "--jitter", "NaN"}, "--jitter NaN"},
+		{[]string{"explore", "--workers", "0"}, "--workers 0 out of range"},
+		{[]string{"explore", "--workers", "100000"}, "--workers 100000 out of range"},
+		{[]string{"explore", "--progress", "0"}, "--progress must be positive"},
+		{[]string{"explore", "--progress", "-1s"}, "--progress must be positive"},
+		{[]string{"run", "--cpus", "8", "--workload", three}, "--cpus 8 contradicts " + three},
+		{[]string{"run", "--tasks", "8", "--workload", three}, "--tasks applies to built-in workloads"},
+		{[]string{"run", "--trace", filepath.Join(missing, "t.json")}, filepath.Join(missing, "t.json")},
+		{[]string{"run", "--trace", dir}, dir + " is a directory"},
+		{[]string{"run", "--report", filepath.Join(missing, "r.txt")}, filepath.Join(missing, "r.txt")},
+		{[]string{"stress", "--report", filepath.Join(missing, "r.txt")}, filepath.Join(missing, "r.txt")},
+		{[]string{"explore", "--report", filepath.Join(missing, "r.txt")}, filepath.Join(missing, "r.txt")},
+		{[]string{"shrink", rep, "--out", filepath.Join(missing, "x.json")}, filepath.Join(missing, "x.json")},
+		{[]string{"shrink", rep, "--seeds", "0"}, "--seeds 0 out of range"},
+		{[]string{"run", "--cpus", "4", "--workload", wideMask}, wideMask + ": line 3: groups[0].cpus"},
+		{[]string{"run", "--cpus", "4", "--sim-time", "50ms", "--workload", freeUnlock}, freeUnlock + ": line 2: groups[0].program[0]: unlocks a"},
+		{[]string{"stress", "--cpus", "4", "--sim-time", "50ms", "--workload", abba}, "lock order cycle a -> b -> a"},
+	}
+	for _, c := range cases {
+		start := time.Now()
+		code, _, errs := runCLI(t, c.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, code, exitUsage, errs)
+			continue
+		}
+		if strings.Contains(errs, "goroutine ") || strings.Contains(errs, "panic") {
+			t.Errorf("%v: stack trace on bad input:\n%s", c.args, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(errs), "\n")
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "proxysim") || !strings.Contains(lines[0], c.want) {
+			t.Errorf("%v: stderr %q, want one proxysim line containing %q", c.args, errs, c.want)
+		}
+		if strings.Contains(errs, ".tmp") {
+			t.Errorf("%v: the error names a temporary file: %q", c.args, errs)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("%v: took %v: the input was checked after running", c.args, el)
+		}
+	}
+}
+
+// Help and version: --help exits 0 everywhere, stress's --sim-time default
+// is not a number of hours nobody meant.
+func TestHelpEverywhere(t *testing.T) {
+	for _, c := range commands {
+		code, out, errs := runCLI(t, c.name, "--help")
+		if code != exitOK || !strings.Contains(out, "Usage") {
+			t.Errorf("%s --help: exit %d\n%s%s", c.name, code, out, errs)
+		}
+	}
+	_, out, _ := runCLI(t, "stress", "--help")
+	if strings.Contains(out, "1281023h") || !strings.Contains(out, "0: until --duration") {
+		t.Errorf("stress --help shows the sim-time default as a number:\n%s", out)
+	}
+	for _, cmd := range []string{"run", "stress", "explore"} {
+		_, out, _ := runCLI(t, cmd, "--help")
+		if !strings.Contains(out, "130 interrupted") {
+			t.Errorf("%s --help: exit codes lack the interrupt's", cmd)
+		}
+	}
+}
+
+// A report write that fails names the user's path, not the temporary file.
+func TestWriteFileAtomicErrorNamesPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "r.txt")
+	err := sim.WriteFileAtomic(path, func(w io.Writer) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), ".tmp") {
+		t.Fatalf("error %v: want it to name %s and no temporary file", err, path)
+	}
+}

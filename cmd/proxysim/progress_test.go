@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the progress goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The progress line: drawn in place about once a second during a long
+// set-up, cleared at the end; nothing at all when off.
+func TestProgressLine(t *testing.T) {
+	var w syncBuffer
+	p := startProgress(&w, true, time.Second)
+	p.onSetup(4096, 10000)
+	time.Sleep(1300 * time.Millisecond)
+	p.stop()
+	out := w.String()
+	if !strings.Contains(out, "\rproxysim: setting up: 4096 of 10000 tasks created, wall 1s\x1b[K") || !strings.HasSuffix(out, "\r\x1b[K") {
+		t.Errorf("progress output %q", out)
+	}
+	var none syncBuffer
+	q := startProgress(&none, false, time.Second)
+	q.onSetup(1, 2)
+	q.clear()
+	q.stop()
+	if none.String() != "" {
+		t.Errorf("progress off wrote %q", none.String())
+	}
+}
+
+// run shows progress only on a terminal: a run whose stderr is a file or
+// a pipe (here a buffer) gets no progress line, however long it takes.
+func TestRunQuietWhenNotATerminal(t *testing.T) {
+	code, _, errs := runCLI(t, "run", "--cpus", "8", "--sim-time", "1s", "--seed", "3", "--deterministic", "--strategy", "time", "--workload", "pi")
+	if code != exitOK || strings.Contains(errs, "\r") || strings.Contains(errs, "setting up") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	if isTerminal(&bytes.Buffer{}) {
+		t.Error("a buffer counted as a terminal")
+	}
+}
