@@ -160,6 +160,16 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
 	}
 	// Not ours: back to sleep, still a donor. The unlock path may have
 	// set us BO_WAKING and ttwu BO_RUNNABLE; re-arm BO_BLOCKED.
+	if mutantLateBlockedOn() {
+		// The mistake: re-armed after wait_lock is dropped.
+		p.BlockedLock.Unlock(c.CPU)
+		m.waitLock.Unlock(c.CPU)
+		p.BlockedLock.Lock(c.CPU)
+		p.SetBlockedOn(c, m, task.BOBlocked)
+		p.SetState(task.Uninterruptible)
+		p.BlockedLock.Unlock(c.CPU)
+		return false
+	}
 	p.SetBlockedOn(c, m, task.BOBlocked)
 	p.SetState(task.Uninterruptible)
 	p.BlockedLock.Unlock(c.CPU)
