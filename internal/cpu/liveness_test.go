@@ -20,3 +20,12 @@ func TestLivenessDetectorsCatchLostHandoff(t *testing.T) {
 		}
 	}
 }
+
+// Class time charged to the execution context instead of the donor is
+// reported by the charge ledger (37) at the first proxied interval.
+func TestChargeLedgerCatchesClassTimeToCurr(t *testing.T) {
+	out := runMutantChild(t, "TestMutantChildChargeCurr", false)
+	if !strings.Contains(out, "--- PASS: TestMutantChildChargeCurr") {
+		t.Fatalf("the mutant child did not pass:\n%s", tail(out, 3000))
+	}
+}

@@ -172,6 +172,7 @@ func New(cfg Config) (*Machine, error) {
 		cp := &CPU{m: m, id: i, rq: r, c: c, kick: make(chan struct{}, 1), nextTick: cfg.Tick}
 		cp.timerLock.Init(spinlock.ClassTimer, i)
 		r.Kick = m.kickResched
+		r.Ledger = &ledger{m: m}
 		m.cpus = append(m.cpus, cp)
 		m.rqs = append(m.rqs, r)
 		m.Stats = append(m.Stats, st)
