@@ -58,11 +58,17 @@ type LiveConfig struct {
 }
 
 // DefaultLiveConfig returns the defaults: bounds a race-build stress run
-// reaches within its first minute (it covers 0.4-0.6 s of virtual time).
+// reaches within its first minute (at 256 CPUs on two shared cores it
+// covers 0.15-0.6 s of virtual time). The hand-off and wait-age bounds
+// can be short because they apply only to tasks the scheduler will not
+// run on its own (blocked, or asleep with no wake-up pending): the
+// correct protocol never leaves a task given a lock in that state, and a
+// runnable task's wait is the progress bound's. The livelock check counts
+// context switches, not virtual time.
 func DefaultLiveConfig() LiveConfig {
 	return LiveConfig{
-		HandoffBound:        150_000_000,
-		WaitBound:           150_000_000,
+		HandoffBound:        20_000_000,
+		WaitBound:           50_000_000,
 		LostAudits:          2,
 		ProgressFloor:       150_000_000,
 		ProgressFactor:      8,
@@ -185,9 +191,14 @@ func (a *liveAuditor) track() {
 }
 
 // stalled reports whether p has made no progress for longer than the
-// bound and nothing holds a wake-up for it.
+// bound, nothing holds a wake-up for it, and the scheduler will not run
+// it on its own: it is not queued as a runnable task (a runnable task
+// that waits too long is the progress checks' business).
 func (a *liveAuditor) stalled(p *task.Task, bound int64) bool {
-	if _, running := a.curr[p]; running {
+	if _, running := a.curr[p]; running || p.OnCPU() {
+		return false
+	}
+	if p.OnRQ() != task.OnRQNone && !blockedPeek(p) {
 		return false
 	}
 	pr := a.prog[p]
@@ -246,8 +257,8 @@ func (a *liveAuditor) handoffs() {
 		if o == nil {
 			continue
 		}
-		if bo, _, _ := o.Peek(); bo != task.Lock(m) {
-			continue
+		if bo, s, _ := o.Peek(); bo != task.Lock(m) || (s == task.BOWaking && o.OnRQ() != task.OnRQNone) {
+			continue // not a waiter, or being returned (the BO_WAKING bound's business)
 		}
 		k := grantKey{m, o}
 		seen[k] = true

@@ -40,22 +40,25 @@ type ledger struct {
 	reported     bool
 }
 
-// Checkpoint implements rq.Ledger: check the interval since the baseline
-// (unless rebase), then take a new baseline.
+// Checkpoint implements rq.Ledger: before a change, check the interval
+// since the baseline; after it (rebase), take a new baseline.
 func (l *ledger) Checkpoint(c *percpu.Ctx, r *rq.RQ, rebase bool) {
 	if !rebase && l.valid && !l.reported {
 		l.check(c, r)
 	}
 	l.curr, l.donor = r.Curr(), r.PeekDonor()
 	l.start = r.PeekExecStart()
-	l.cSnap, l.dSnap = snap(l.curr), snap(l.donor)
-	l.valid = true
+	l.valid = ours(r, l.curr) && ours(r, l.donor)
+	if l.valid {
+		l.cSnap, l.dSnap = snap(l.curr), snap(l.donor)
+	}
 }
 
-// ours reports whether p's class state is ours to read: it is on this
-// runqueue (task_cpu here, queued), so the rq lock we hold guards it.
+// ours reports whether p's class state is ours to read: it is curr here,
+// or queued on this runqueue (task_cpu here), so the rq lock we hold
+// guards it.
 func ours(r *rq.RQ, p *task.Task) bool {
-	return p == r.Idle || (p.CPU() == r.CPU && p.OnRQ() == task.OnRQQueued)
+	return p == r.Idle || p == r.Curr() || (p.CPU() == r.CPU && p.OnRQ() == task.OnRQQueued)
 }
 
 // check verifies the charges of the interval since the baseline, during

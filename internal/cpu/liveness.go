@@ -85,7 +85,7 @@ func (v *liveView) Grant(p *task.Task, m *mutex.Mutex) string {
 
 // checkLiveness runs the liveness checks at an audit (every CPU parked).
 func (m *Machine) checkLiveness(horizon int64) {
-	lc := m.cfg.Live
+	lc := mutantLiveConfig(m.cfg.Live)
 	if lc == (audit.LiveConfig{}) {
 		return
 	}

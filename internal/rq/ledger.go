@@ -4,10 +4,10 @@ import "github.com/proxysim/proxysim/internal/percpu"
 
 // Ledger is told of every change of the pair a runqueue charges (rq->curr
 // and rq->donor, and set_next_task, where charging restarts), with the rq
-// lock held, before the change. The cpu package's charge ledger checks
-// there that the interval since the last change was charged to the right
-// tasks (invariant 37). rebase is true after set_next_task restarted the
-// charging: only a new baseline is taken.
+// lock held, before the change (rebase false) and after it (rebase true).
+// The cpu package's charge ledger checks before the change that the
+// interval since the last change was charged to the right tasks
+// (invariant 37), and takes a new baseline after it.
 type Ledger interface {
 	Checkpoint(c *percpu.Ctx, r *RQ, rebase bool)
 }

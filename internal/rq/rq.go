@@ -134,6 +134,7 @@ func (r *RQ) SetCurr(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
 	r.checkpoint(c, false)
 	r.curr.Store(p)
+	r.checkpoint(c, true)
 }
 
 // PublishPrio publishes the donor's priority for cpupri-style lockless
@@ -157,6 +158,7 @@ func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
 	r.checkpoint(c, false)
 	r.donor = p
+	r.checkpoint(c, true)
 }
 
 // NrRT returns the number of queued RT tasks (READ_ONCE).
