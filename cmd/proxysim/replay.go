@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/proxysim/proxysim/internal/sim"
 )
@@ -20,6 +21,14 @@ reports of deterministic runs (--deterministic), which repeat exactly.
 Exit codes: 0 the same violation at the same event, 1 not reproduced,
 2 usage or unreadable report, 3 internal error.
 `
+
+// replayWallLimit caps the wall-clock time of replaying a concurrent
+// stress run, which has no sim time of its own to end at.
+const replayWallLimit = 10 * time.Minute
+
+// preambleHeader starts a report that sim.WritePreamble wrote before the
+// run and nothing replaced.
+const preambleHeader = "proxysim report (run in progress or killed)"
 
 var violationLine = regexp.MustCompile(`\[event #(\d+), t=[^\]]*\] invariant (\d+) \(([^)]+)\)`)
 
@@ -38,6 +47,9 @@ func cmdReplay(args []string, stdout, stderr io.Writer) (int, error) {
 	cmdline, want, mf := rep.cmdline, rep.violation, rep.flags
 	if !mf.o.Deterministic {
 		fmt.Fprintf(stderr, "proxysim replay: the report is of a concurrent run: it may not repeat (use --deterministic runs for exact replay)\n")
+		if mf.o.Duration > 0 {
+			fmt.Fprintf(stderr, "proxysim replay: replaying for at most %v of wall time\n", mf.o.Duration)
+		}
 	}
 	sc, err := sim.LoadScenario(mf.o.Workload, mf.o.CPUs, mf.o.Tasks)
 	if err != nil {
@@ -90,6 +102,9 @@ func readReport(path string) (*failureReport, error) {
 		return nil, usagef("%s: no 'reproduce:' line: not a proxysim report", path)
 	}
 	if r.violation = violationLine.FindStringSubmatch(r.text); r.violation == nil {
+		if strings.HasPrefix(r.text, preambleHeader) {
+			return nil, usagef("%s holds only the preamble written before the run started: the process died before it could write the report (under -race with GORACE=halt_on_error=1 the race detector halted it: the data race report is on that run's stderr); rerun its command to reproduce: %s", path, r.cmdline)
+		}
 		return nil, usagef("%s: the report records no violation", path)
 	}
 	r.words, err = shellWords(r.cmdline)
@@ -114,11 +129,14 @@ func parseMachineArgs(verb string, args []string) (*machineFlags, error) {
 		if err := sf.finish(fs.FlagSet); err != nil {
 			return nil, err
 		}
-		sf.o.Duration = 0
 		if sf.o.Deterministic {
 			// a deterministic stress run ends at its sim time; keep the
 			// recorded wall-clock cap out of the replay
 			sf.o.Duration = 0
+		} else if sf.o.Duration <= 0 || sf.o.Duration > replayWallLimit {
+			// a concurrent stress run ends only at its wall-clock cap:
+			// never replay it without one
+			sf.o.Duration = replayWallLimit
 		}
 		return &sf.machineFlags, nil
 	}

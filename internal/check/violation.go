@@ -39,6 +39,11 @@ const (
 	InvInternal          Invariant = 41 // a model assertion failed (panic)
 	InvProxyMigrate      Invariant = 42 // proxy migration decisions: owner runnable, target remote
 	InvMutexMisuse       Invariant = 43 // program unlocks a mutex it does not hold
+	InvHandoffLiveness   Invariant = 33 // a task given a mutex runs (or is woken) within a bound
+	InvWaitAge           Invariant = 34 // a mutex waiter whose owner makes no progress waits at most a bound
+	InvLostWakeup        Invariant = 35 // a TASK_UNINTERRUPTIBLE sleeper is referenced by something that will wake it
+	InvLivelock          Invariant = 36 // re-picks per context switch stay near the run's own baseline
+	InvChargeLedger      Invariant = 37 // class time to the donor, execution time to curr, per proxied interval
 )
 
 var invNames = map[Invariant]string{
@@ -51,6 +56,8 @@ var invNames = map[Invariant]string{
 	InvRuntime: "runtime", InvLockOrder: "lock-order", InvCounts: "counts", InvProgress: "progress",
 	InvRunningNotBlocked: "running-not-blocked", InvChainAcyclic: "chain-acyclic", InvHang: "hang",
 	InvInternal: "internal", InvProxyMigrate: "proxy-migrate", InvMutexMisuse: "mutex-misuse",
+	InvHandoffLiveness: "handoff-liveness", InvWaitAge: "wait-age", InvLostWakeup: "lost-wakeup",
+	InvLivelock: "livelock", InvChargeLedger: "charge-ledger",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

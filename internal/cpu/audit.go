@@ -17,6 +17,7 @@ func (m *Machine) audit(horizon int64) {
 			v.Seq = m.Log.Seq()
 			m.Rep.Report(v)
 		})
+	m.checkLiveness(horizon)
 }
 
 // Audit runs the audit on a stopped machine (tests, final check), as of

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proxysim/proxysim/internal/audit"
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/conductor"
@@ -54,6 +55,10 @@ type Config struct {
 	// one CPU goroutine at a time, switching at every yield point, the
 	// next one chosen by this seeded strategy.
 	Strategy *conductor.Strategy
+	// Live configures the liveness checks run at each audit (lost
+	// hand-offs, wait ages, lost wake-ups, run-scaled progress, livelock);
+	// the zero value switches them off.
+	Live audit.LiveConfig
 }
 
 // DefaultConfig returns the built-in defaults.
@@ -62,6 +67,7 @@ func DefaultConfig() Config {
 		CPUs: 256, Tick: 1_000_000, Epoch: 1_000_000, SimTime: 1_000_000_000, Proxy: true, SleepingOwners: true,
 		RingSize: 2048, Balance: 4_000_000, AuditEvery: 50, ProgressBound: 2_000_000_000, WakingBound: 200_000_000,
 		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100,
+		Live: audit.DefaultLiveConfig(),
 	}
 }
 
@@ -86,6 +92,7 @@ type Machine struct {
 	runner    runner               // how the CPU goroutines interleave
 	cond      *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
 	rto       atomic.Int32         // runqueues with two or more RT tasks
+	live      *audit.Liveness      // the liveness checks' memory (audits only)
 	stopReq   chan struct{}
 	stopping  atomic.Bool
 	stopWhy   atomic.Pointer[string]
@@ -168,6 +175,7 @@ func New(cfg Config) (*Machine, error) {
 		cp := &CPU{m: m, id: i, rq: r, c: c, kick: make(chan struct{}, 1), nextTick: cfg.Tick}
 		cp.timerLock.Init(spinlock.ClassTimer, i)
 		r.Kick = m.kickResched
+		r.Ledger = &ledger{m: m}
 		m.cpus = append(m.cpus, cp)
 		m.rqs = append(m.rqs, r)
 		m.Stats = append(m.Stats, st)

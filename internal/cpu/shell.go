@@ -156,6 +156,7 @@ func (cp *CPU) run() {
 // nothing due before it) and should wait at the barrier.
 func (cp *CPU) iterate(horizon int64) bool {
 	c, r := cp.c, cp.rq
+	mutantPanic(cp)
 	if cp.pending() {
 		cp.handleIPIs()
 	}

@@ -156,11 +156,26 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
 	first := m.first.Load() == p
 	m.waitLock.Lock(c.CPU)
 	p.BlockedLock.Lock(c.CPU)
-	p.SetBlockedOn(c, m, task.BOBlocked)
-	p.SetState(task.Uninterruptible)
+	late := mutantLateBlockedOn()
+	if !late {
+		p.SetBlockedOn(c, m, task.BOBlocked)
+		p.SetState(task.Uninterruptible)
+	}
 	if m.trylock(p, first) || m.trylock(p, false) {
 		m.gotItLocked(c, p)
 		return true
+	}
+	if late {
+		// The mistake (mutants builds only): re-armed after wait_lock is
+		// dropped, so an unlock in between hands the lock to a waiter
+		// that then goes to sleep.
+		p.BlockedLock.Unlock(c.CPU)
+		m.waitLock.Unlock(c.CPU)
+		p.BlockedLock.Lock(c.CPU)
+		p.SetBlockedOn(c, m, task.BOBlocked)
+		p.SetState(task.Uninterruptible)
+		p.BlockedLock.Unlock(c.CPU)
+		return false
 	}
 	p.BlockedLock.Unlock(c.CPU)
 	m.waitLock.Unlock(c.CPU)

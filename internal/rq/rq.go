@@ -85,6 +85,9 @@ type RQ struct {
 	// RTO counts, machine-wide, the runqueues with two or more RT tasks
 	// (rto_count: candidates for RT pull). Shared; set before start.
 	RTO *atomic.Int32
+	// Ledger, if set, checks the charges at every curr/donor change. Set
+	// before start.
+	Ledger Ledger
 }
 
 // New returns the runqueue of cpu with its idle task.
@@ -131,7 +134,9 @@ func (r *RQ) Curr() *task.Task { return r.curr.Load() }
 // SetCurr sets rq->curr; the rq lock must be held.
 func (r *RQ) SetCurr(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
+	r.checkpoint(c, false)
 	r.curr.Store(p)
+	r.checkpoint(c, true)
 }
 
 // PublishPrio publishes the donor's priority for cpupri-style lockless
@@ -153,7 +158,9 @@ func (r *RQ) Donor(c *percpu.Ctx) *task.Task {
 // SetDonor sets rq->donor (rq_set_donor); the rq lock must be held.
 func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
+	r.checkpoint(c, false)
 	r.donor = p
+	r.checkpoint(c, true)
 }
 
 // NrRT returns the number of queued RT tasks (READ_ONCE).
@@ -428,6 +435,9 @@ func (r *RQ) UpdateCurr(c *percpu.Ctx) {
 		donor.SE.DonatedRuntime += delta
 	}
 	se := &donor.SE
+	if mutantChargeCurr() && curr != r.Idle {
+		se = &curr.SE // the mistake: class time charged to the execution context
+	}
 	if se.Policy.RT() {
 		if se.Policy == task.RR {
 			se.Slice -= delta
@@ -443,8 +453,10 @@ func (r *RQ) UpdateCurr(c *percpu.Ctx) {
 // (set_next_task): charging restarts now.
 func (r *RQ) SetNextTask(c *percpu.Ctx) {
 	r.AssertHeld(c)
+	r.checkpoint(c, false)
 	r.UpdateClock(c)
 	r.execStart = r.Clock
+	r.checkpoint(c, true)
 	d := r.donor
 	d.SE.PrevSumExec = d.SE.SumExecRuntime
 }

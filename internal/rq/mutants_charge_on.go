@@ -1,0 +1,34 @@
+//go:build mutants
+
+package rq
+
+import (
+	"os"
+	"strings"
+)
+
+// chargeCurr is a deliberate mistake for the detector tests: update_curr
+// charges class time (vruntime, slice) to the execution context instead
+// of the donor. It exists only in binaries built with -tags mutants.
+var chargeCurr bool
+
+// SetMutant switches a deliberate mistake of this package on or off
+// (tests; -tags mutants only). It reports whether name is known.
+func SetMutant(name string, on bool) bool {
+	switch name {
+	case "charge-curr":
+		chargeCurr = on
+		return true
+	}
+	return false
+}
+
+func init() {
+	// PROXYSIM_MUTANTS=name,name switches mistakes on in a mutants build
+	// of the proxysim binary.
+	for _, n := range strings.Split(os.Getenv("PROXYSIM_MUTANTS"), ",") {
+		SetMutant(strings.TrimSpace(n), true)
+	}
+}
+
+func mutantChargeCurr() bool { return chargeCurr }
