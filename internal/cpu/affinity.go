@@ -15,8 +15,8 @@ import (
 // setCPUsAllowed is __set_cpus_allowed_ptr() / affine_move_task(): change
 // p's mask under pi_lock and its rq lock; if p's CPU is no longer allowed,
 // move it now when it is merely queued, or have the stopper move it when
-// it is running. A mutex-blocked donor may stay where it is (donors may
-// sit outside their mask; the return path places them).
+// it is running. Only rq->donor may stay where it is (a donor boosting a
+// proxy; the return path places it later).
 func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	mask = mask.And(task.MaskAll(len(m.cpus)))
 	if mask.Empty() {
@@ -49,7 +49,10 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 		cp.stopWork = append(cp.stopWork, p)
 		r.ReschedCurr(c)
 		m.sendIPI(c, r.CPU, ipiStopper)
-	case p.Queued() && !proxy.TaskIsBlocked(c, p) && p != r.Donor(c):
+	case p.Queued() && p != r.Donor(c):
+		// affine_move_task exempts only rq->donor (not curr): a donor
+		// boosting a proxy may stay; every other queued task, a
+		// mutex-blocked one too, moves (and its wake_cpu with it).
 		m.moveQueuedTask(c, r, p, dest, trace.ReasonAffinity)
 		r = nil
 	}
