@@ -64,8 +64,11 @@ func TestSmoke(t *testing.T) {
 	for _, st := range m.Stats {
 		now = max(now, st.SimTime.Load())
 	}
-	if now < cfg.SimTime {
-		t.Errorf("virtual time %d ns, want %d", now, cfg.SimTime)
+	// CPUs idle in the last epoch are released at the final barrier
+	// without advancing their clocks: the latest clock is within an
+	// epoch of the end.
+	if now < cfg.SimTime-cfg.Epoch {
+		t.Errorf("virtual time %d ns, want at least %d", now, cfg.SimTime-cfg.Epoch)
 	}
 	for _, p := range m.Tasks() {
 		if p != nil && (p.SE.SumExecRuntime == 0 || p.Stats.Acquires == 0) {
