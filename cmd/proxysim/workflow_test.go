@@ -208,3 +208,15 @@ func TestInterruptShrinkKeepsBest(t *testing.T) {
 		t.Fatalf("no usable scenario kept: %v", err)
 	}
 }
+
+// A scenario file without a name is named after the file in the summary.
+func TestNamelessScenarioNamedAfterFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "anon.json")
+	if err := os.WriteFile(path, []byte(`{"mutexes": ["a"], "groups": [{"name": "g", "count": 2, "program": [{"lock": "a"}, {"compute": "100us"}, {"unlock": "a"}, {"sleep": "1ms"}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "run", "--workload", path, "--cpus", "2", "--sim-time", "20ms", "--seed", "1")
+	if code != exitOK || !strings.HasPrefix(out, "proxysim: workload "+path+", seed 1,") {
+		t.Errorf("exit %d, summary %q\n%s", code, out, errs)
+	}
+}
