@@ -159,7 +159,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 	// Signals: the first stops the run cleanly, a second exits at once.
 	in := watchInterrupts(stderr, "the run")
 	defer in.close()
-	in.setStop(func() { r.Machine.Stop("signal: " + in.signal().String()) })
+	in.setStop(func() { r.Stop("signal: " + in.signal().String()) })
 	done := make(chan struct{})
 	defer close(done)
 	stopMetrics, err := startMetrics(&mf.serve, r, log)

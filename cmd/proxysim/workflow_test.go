@@ -164,10 +164,21 @@ func TestInterrupt(t *testing.T) {
 		{[]string{"stress", "--cpus", "4", "--seed", "1", "--stat-interval", "0", "--report", filepath.Join(dir, "s.report")}, syscall.SIGINT, exitInterrupted, "stopped: signal: interrupt"},
 		{[]string{"explore", "--cpus", "4", "--runs", "100000", "--workers", "1", "--seed", "1"}, syscall.SIGINT, exitInterrupted, "interrupted: no violation"},
 	}
-	for _, c := range cases {
+	// and a signal that comes before the run starts
+	cases = append(cases, struct {
+		args []string
+		sig  os.Signal
+		code int
+		want string
+	}{[]string{"run", "--cpus", "4", "--sim-time", "1h", "--deterministic", "--seed", "1"}, syscall.SIGINT, exitInterrupted, "stopped: signal: interrupt"})
+	for i, c := range cases {
 		ch := fakeInterrupt(t)
+		delay := 300 * time.Millisecond
+		if i == len(cases)-1 {
+			delay = 0
+		}
 		go func() {
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(delay)
 			ch <- c.sig
 		}()
 		start := time.Now()
