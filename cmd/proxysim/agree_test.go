@@ -22,7 +22,7 @@ import (
 // counters; p99s are printed as the bounds --json holds; the two
 // find_proxy_task histograms measure different things.
 func TestSummaryJSONAndMetricsAgree(t *testing.T) {
-	args := []string{"run", "--cpus", "16", "--workload", "mixed", "--sim-time", "150ms", "--seed", "11", "--deterministic", "--strategy", "random"}
+	args := []string{"run", "--cpus", "8", "--workload", "mixed", "--sim-time", "100ms", "--seed", "11", "--deterministic", "--strategy", "random"}
 	code, text, errs := runCLI(t, args...)
 	if code != exitOK {
 		t.Fatalf("text run: exit %d\n%s", code, errs)
@@ -38,7 +38,7 @@ func TestSummaryJSONAndMetricsAgree(t *testing.T) {
 
 	// the run a third time, read by the metrics collector
 	o := sim.Defaults()
-	o.CPUs, o.Workload, o.SimTime, o.Seed, o.Deterministic, o.Strategy = 16, "mixed", 150*time.Millisecond, 11, true, "random"
+	o.CPUs, o.Workload, o.SimTime, o.Seed, o.Deterministic, o.Strategy = 8, "mixed", 100*time.Millisecond, 11, true, "random"
 	sc, err := sim.LoadScenario(o.Workload, o.CPUs, o.Tasks)
 	if err != nil {
 		t.Fatal(err)

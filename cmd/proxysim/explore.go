@@ -93,7 +93,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 		cancel()
 		mu.Lock()
 		for r := range running {
-			r.Machine.Stop("signal: " + in.signal().String())
+			r.Stop("signal: " + in.signal().String())
 		}
 		mu.Unlock()
 	})

@@ -3,11 +3,11 @@
 // Usage:
 //
 //	proxysim run     [flags]   one run on a built-in workload or a scenario file
-//	proxysim stress  [flags]   race hunting: jitter, stutter, affinity shuffles, stat lines
-//	proxysim bugs    [--json]  the catalogue of known bugs (--hunt: time to detection)
+//	proxysim stress  [flags]   race hunting: jitter, stutter, affinity shuffles
+//	proxysim bugs    [--json]  the catalogue of known proxy-execution bugs (--hunt)
 //	proxysim explore [flags]   many short deterministic runs, stop at the first failure
 //	proxysim replay  REPORT    rerun a report's command, check the same violation
-//	proxysim shrink  REPORT    delta-debug a deterministic failure to a small scenario
+//	proxysim shrink  REPORT    shrink a deterministic failure to a small scenario file
 //	proxysim version
 //
 // Exit codes: 0 clean, 1 invariant violation, 2 usage or input error,

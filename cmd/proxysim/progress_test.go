@@ -51,7 +51,8 @@ func TestProgressLine(t *testing.T) {
 // run shows progress only on a terminal: a run whose stderr is a file or
 // a pipe (here a buffer) gets no progress line, however long it takes.
 func TestRunQuietWhenNotATerminal(t *testing.T) {
-	code, _, errs := runCLI(t, "run", "--cpus", "8", "--sim-time", "1s", "--seed", "3", "--deterministic", "--strategy", "time", "--workload", "pi")
+	// 1.5s of wall time: past the progress line's first tick
+	code, _, errs := runCLI(t, "run", "--cpus", "2", "--sim-time", "1h", "--duration", "1500ms", "--seed", "3", "--workload", "pi")
 	if code != exitOK || strings.Contains(errs, "\r") || strings.Contains(errs, "setting up") {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}

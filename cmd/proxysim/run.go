@@ -78,7 +78,7 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 	}
 	defer stopMetrics()
 	prog.clear()
-	in.setStop(func() { r.Machine.Stop("signal: " + in.signal().String()) })
+	in.setStop(func() { r.Stop("signal: " + in.signal().String()) })
 	prog.running(r)
 	s := r.Execute()
 	prog.stop()

@@ -38,6 +38,7 @@ type stressFlags struct {
 	machineFlags
 	statInterval time.Duration
 	retryDet     time.Duration
+	start        time.Time // when the run started (stat lines' elapsed)
 }
 
 func stressDefaults() sim.Options {
@@ -158,13 +159,14 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 	// Signals: the first stops the run cleanly, a second exits at once.
 	in := watchInterrupts(stderr, "the run")
 	defer in.close()
-	in.setStop(func() { r.Machine.Stop("signal: " + in.signal().String()) })
+	in.setStop(func() { r.Stop("signal: " + in.signal().String()) })
 	done := make(chan struct{})
 	defer close(done)
 	stopMetrics, err := startMetrics(&mf.serve, r, log)
 	if err != nil {
 		return 0, err
 	}
+	sf.start = time.Now()
 	if sf.statInterval > 0 {
 		go statLoop(r, sf, log, done)
 	}
@@ -242,12 +244,10 @@ func statLoop(r *sim.Run, sf *stressFlags, log *zap.Logger, done chan struct{}) 
 	}
 }
 
-var statStart = time.Now()
-
 func logStat(r *sim.Run, sf *stressFlags, log *zap.Logger, final bool) {
 	m := r.Machine
 	st := m.CPUStats()
-	el := time.Since(statStart)
+	el := time.Since(sf.start)
 	sum := func(k stats.Counter) uint64 { return stats.Sum(st, k) }
 	var spins uint64
 	for _, l := range m.LockStats() {

@@ -14,18 +14,19 @@ import (
 )
 
 // The README's headline workflow, end to end, on a failure that happens
-// after 20ms of virtual time (past stress's default 20ms affinity-shuffle
-// interval, which an explore reproducer written as a stress command
-// picked up): explore finds it, replay repeats it at the same event, and
-// shrink writes a smaller scenario whose command fails the same way.
+// after 20ms of virtual time (at 50ms): explore finds it, replay repeats
+// it at the same event, and shrink writes a smaller scenario whose command
+// fails the same way. The explore reproducer used to be a stress command,
+// which picked up stress's affinity shuffles: that command fails this
+// seed differently (at 5ms), so replay said NOT reproduced.
 func TestExploreReplayShrinkWorkflow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about a hundred deterministic runs")
 	}
 	dir := t.TempDir()
 	rep := filepath.Join(dir, "ex.report")
-	code, out, errs := runCLI(t, "explore", "--strategy", "pct:3", "--bug", "early-activation", "--runs", "1", "--workers", "1",
-		"--seed", "3", "--report", rep)
+	code, out, errs := runCLI(t, "explore", "--strategy", "pct:3", "--bug", "need-resched-cleared", "--cpus", "4", "--sim-time", "60ms",
+		"--runs", "1", "--workers", "1", "--seed", "1", "--report", rep)
 	if code != exitViolation {
 		t.Fatalf("explore: exit %d, want 1\n%s%s", code, out, errs)
 	}
@@ -49,7 +50,7 @@ func TestExploreReplayShrinkWorkflow(t *testing.T) {
 	}
 
 	small := filepath.Join(dir, "small.json")
-	code, out, errs = runCLI(t, "shrink", rep, "--out", small, "--max-tries", "60")
+	code, out, errs = runCLI(t, "shrink", rep, "--out", small, "--max-tries", "40", "--seeds", "2")
 	if code != exitOK {
 		t.Fatalf("shrink: exit %d\n%s%s", code, out, errs)
 	}
@@ -164,10 +165,21 @@ func TestInterrupt(t *testing.T) {
 		{[]string{"stress", "--cpus", "4", "--seed", "1", "--stat-interval", "0", "--report", filepath.Join(dir, "s.report")}, syscall.SIGINT, exitInterrupted, "stopped: signal: interrupt"},
 		{[]string{"explore", "--cpus", "4", "--runs", "100000", "--workers", "1", "--seed", "1"}, syscall.SIGINT, exitInterrupted, "interrupted: no violation"},
 	}
-	for _, c := range cases {
+	// and a signal that comes before the run starts
+	cases = append(cases, struct {
+		args []string
+		sig  os.Signal
+		code int
+		want string
+	}{[]string{"run", "--cpus", "4", "--sim-time", "1h", "--deterministic", "--seed", "1"}, syscall.SIGINT, exitInterrupted, "stopped: signal: interrupt"})
+	for i, c := range cases {
 		ch := fakeInterrupt(t)
+		delay := 300 * time.Millisecond
+		if i == len(cases)-1 {
+			delay = 0
+		}
 		go func() {
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(delay)
 			ch <- c.sig
 		}()
 		start := time.Now()
@@ -206,5 +218,17 @@ func TestInterruptShrinkKeepsBest(t *testing.T) {
 	}
 	if _, err := workload.ParseFile(small); err != nil {
 		t.Fatalf("no usable scenario kept: %v", err)
+	}
+}
+
+// A scenario file without a name is named after the file in the summary.
+func TestNamelessScenarioNamedAfterFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "anon.json")
+	if err := os.WriteFile(path, []byte(`{"mutexes": ["a"], "groups": [{"name": "g", "count": 2, "program": [{"lock": "a"}, {"compute": "100us"}, {"unlock": "a"}, {"sleep": "1ms"}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "run", "--workload", path, "--cpus", "2", "--sim-time", "20ms", "--seed", "1")
+	if code != exitOK || !strings.HasPrefix(out, "proxysim: workload "+path+", seed 1,") {
+		t.Errorf("exit %d, summary %q\n%s", code, out, errs)
 	}
 }

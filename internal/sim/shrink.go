@@ -119,7 +119,7 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 		go func() {
 			select {
 			case <-so.Stop:
-				r.Machine.Stop("shrink interrupted")
+				r.Stop("shrink interrupted")
 			case <-done:
 			}
 		}()

@@ -101,6 +101,30 @@ type Run struct {
 	Machine  *cpu.Machine
 	Jitter   *inject.Jitter  // nil unless Opts.Jitter > 0
 	Stutter  *inject.Stutter // nil unless Opts.Stutter > 0
+	done     chan struct{}   // closed when Execute returns
+}
+
+// Stop asks the run to stop (a signal, an interrupted shrink); Execute
+// then returns the summary so far. It may be called at any time, before
+// Execute too. A deterministic machine is stopped only once its conductor
+// has taken a turn: a stop that comes while its CPU goroutines are still
+// starting would leave the conductor handing the turn to a CPU that has
+// already left.
+func (r *Run) Stop(why string) {
+	if !r.Machine.Deterministic() {
+		r.Machine.Stop(why)
+		return
+	}
+	go func() {
+		for r.Machine.ScheduleSteps() == 0 {
+			select {
+			case <-r.done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+		r.Machine.Stop(why)
+	}()
 }
 
 // Build creates the machine and its tasks.
@@ -160,7 +184,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		// would make the run depend on the host.
 		o.Jitter, o.Stutter = 0, 0
 	}
-	run := &Run{Opts: o, Scenario: sc}
+	run := &Run{Opts: o, Scenario: sc, done: make(chan struct{})}
 	if o.Jitter > 0 {
 		run.Jitter = inject.NewJitter(o.Jitter, o.JitterDelay, o.Seed, o.CPUs)
 		if cfg.Hooks == nil {
@@ -215,6 +239,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 
 // Execute runs the machine to the end and returns the summary.
 func (r *Run) Execute() *Summary {
+	defer close(r.done)
 	r.Machine.Run()
 	if !r.Machine.Stuck && !r.Machine.Rep.Failed() {
 		// one last audit of the final state
