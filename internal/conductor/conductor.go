@@ -102,7 +102,10 @@ func New(n int, strat Strategy, seed uint64, clock func(int) int64) *Conductor {
 func (c *Conductor) Enter(id int) {
 	c.mu.Lock()
 	c.started++
-	if c.started == len(c.state) {
+	if c.started == len(c.state) && c.running < 0 {
+		// The first turn, unless a Stop before everyone entered already
+		// handed one out: a second token would fill a turn channel that
+		// still holds the first and block here for good.
 		c.scheduleLocked()
 	}
 	ch := c.turn[id]
