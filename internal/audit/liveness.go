@@ -59,15 +59,17 @@ type LiveConfig struct {
 
 // DefaultLiveConfig returns the defaults: bounds a race-build stress run
 // reaches within its first minute (at 256 CPUs on two shared cores it
-// covers 0.15-0.6 s of virtual time). The hand-off and wait-age bounds
-// can be short because they apply only to tasks the scheduler will not
-// run on its own (blocked, or asleep with no wake-up pending): the
-// correct protocol never leaves a task given a lock in that state, and a
-// runnable task's wait is the progress bound's. The livelock check counts
-// context switches, not virtual time.
+// covers 0.15-0.6 s of virtual time, and far less once CPUs spin in a
+// livelock). The hand-off and wait-age bounds can be short because they
+// apply only to tasks the scheduler will not run on its own (blocked, or
+// asleep with no wake-up pending): the correct protocol never leaves a
+// task given a lock in that state at a quiescent point, so the hand-off
+// check fires at the second audit that finds one (the first audit after
+// the bound). A runnable task's wait is the progress bound's. The
+// livelock check counts context switches, not virtual time.
 func DefaultLiveConfig() LiveConfig {
 	return LiveConfig{
-		HandoffBound:        20_000_000,
+		HandoffBound:        4_000_000,
 		WaitBound:           50_000_000,
 		LostAudits:          2,
 		ProgressFloor:       150_000_000,
