@@ -4,7 +4,7 @@
 // prints which mistakes the checks caught (killed) and which ran clean
 // (survived), and the mutation score.
 //
-//	go run ./scripts/mutate [-list scripts/mutate/mutations.txt] [-duration 20s] [-race] [-src .] [-only ID,ID] [-check]
+//	go run ./scripts/mutate [-list scripts/mutate/mutations.txt] [-duration 20s] [-race] [-src .] [-only ID,ID] [-stress-args "--proxy-exec off"] [-check]
 //
 // The source tree is copied to a temporary directory, so the work tree is
 // never touched. A mutation whose original text is not found exactly once
@@ -119,6 +119,7 @@ func main() {
 	cpus := flag.Int("cpus", 256, "simulated CPUs of each stress run")
 	seed := flag.Uint64("seed", 1, "stress seed")
 	only := flag.String("only", "", "comma-separated mutation ids to run (default: all)")
+	extra := flag.String("stress-args", "", "more proxysim stress flags, space-separated (e.g. \"--proxy-exec off\")")
 	checkOnly := flag.Bool("check", false, "only check that every mutation applies to -src (its original text occurs once)")
 	flag.Parse()
 
@@ -184,7 +185,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "mutate:", err)
 			os.Exit(2)
 		}
-		verdict, detail := runOne(tree, bin, *race, *dur, *cpus, *seed)
+		verdict, detail := runOne(tree, bin, *race, *dur, *cpus, *seed, strings.Fields(*extra))
 		if err := os.WriteFile(path, orig, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "mutate: restore:", err)
 			os.Exit(2)
@@ -209,6 +210,9 @@ func main() {
 	if *race {
 		mode = "-race"
 	}
+	if *extra != "" {
+		mode += ", " + *extra
+	}
 	fmt.Printf("\nmutation score: %d/%d killed (%.0f%%), %d not counted (stale or not building); stress %v per mutant at %d CPUs, %s; %v in all\n",
 		killed, total, score, skipped, *dur, *cpus, mode, time.Since(start).Round(time.Second))
 	for _, s := range survivors {
@@ -217,7 +221,7 @@ func main() {
 }
 
 // runOne builds the mutated tree and runs a short stress against it.
-func runOne(tree, bin string, race bool, dur time.Duration, cpus int, seed uint64) (string, string) {
+func runOne(tree, bin string, race bool, dur time.Duration, cpus int, seed uint64, extra []string) (string, string) {
 	args := []string{"build", "-o", bin}
 	if race {
 		args = append(args, "-race")
@@ -232,8 +236,9 @@ func runOne(tree, bin string, race bool, dur time.Duration, cpus int, seed uint6
 	defer cancel()
 	rep := filepath.Join(filepath.Dir(bin), "report.txt")
 	os.Remove(rep)
-	cmd := exec.CommandContext(ctx, bin, "stress", "--cpus", fmt.Sprint(cpus), "--seed", fmt.Sprint(seed),
-		"--duration", dur.String(), "--stat-interval", "0", "--retry-deterministic", "0", "--report", rep, "--log-level", "error")
+	args = append([]string{"stress", "--cpus", fmt.Sprint(cpus), "--seed", fmt.Sprint(seed),
+		"--duration", dur.String(), "--stat-interval", "0", "--retry-deterministic", "0", "--report", rep, "--log-level", "error"}, extra...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
