@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 )
 
 // Exit codes.
@@ -67,6 +68,9 @@ func main() {
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {
+	// Several goroutines write here (the signal watcher, logs, the
+	// command): one write at a time, whatever the writer.
+	stdout, stderr = &syncWriter{w: stdout}, &syncWriter{w: stderr}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		topUsage(stdout)
 		if len(args) == 0 {
@@ -111,4 +115,16 @@ Run 'proxysim <command> --help' for a command's flags.
 
 %s
 `, exitCodesLine)
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }

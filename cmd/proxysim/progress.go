@@ -14,6 +14,9 @@ import (
 
 // isTerminal reports whether w is a terminal (a character device).
 func isTerminal(w io.Writer) bool {
+	if s, ok := w.(*syncWriter); ok {
+		w = s.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
