@@ -5,8 +5,6 @@
 package cpu
 
 import (
-	"slices"
-
 	"github.com/proxysim/proxysim/internal/proxy"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/stats"
@@ -72,7 +70,7 @@ func (m *Machine) buildSpans() {
 // runqueue other than ours with the most queued tasks, at least min. The
 // scan starts at a random place in the span so that CPUs of one domain do
 // not all pick the same victim.
-func (cp *CPU) findBusiest(span []int, min int, tried ...*rq.RQ) *rq.RQ {
+func (cp *CPU) findBusiest(span []int, min int) *rq.RQ {
 	m := cp.m
 	n := len(span)
 	start := int(cp.c.Rand.IntN(n))
@@ -80,7 +78,7 @@ func (cp *CPU) findBusiest(span []int, min int, tried ...*rq.RQ) *rq.RQ {
 	bestN := min - 1
 	for i := 0; i < n; i++ {
 		o := m.rqs[span[(start+i)%n]]
-		if o == cp.rq || slices.Contains(tried, o) {
+		if o == cp.rq {
 			continue
 		}
 		if nr := o.NrRunning(); nr > bestN {
@@ -99,13 +97,11 @@ func (cp *CPU) findBusiest(span []int, min int, tried ...*rq.RQ) *rq.RQ {
 // Returns true if it pulled or something arrived meanwhile.
 func (cp *CPU) newidleBalance() bool {
 	c, r := cp.c, cp.rq
-	var tried []*rq.RQ // a larger domain does not try the same runqueue again
 	for _, span := range cp.m.spans(cp.id) {
-		busiest := cp.findBusiest(span, 2, tried...)
+		busiest := cp.findBusiest(span, 2)
 		if busiest == nil {
 			continue
 		}
-		tried = append(tried, busiest)
 		r.Unlock(c)
 		rq.DoubleLock(c, r, busiest)
 		t := cp.pullFrom(busiest)
