@@ -213,27 +213,3 @@ func (h *Hist) QuantileBound(q float64) int64 {
 	}
 	return h.Max
 }
-
-// Quantile returns an estimate of quantile q (0..1): the lower bound of
-// the bucket holding it, capped at Max.
-func (h *Hist) Quantile(q float64) int64 {
-	if h.N == 0 {
-		return 0
-	}
-	rank := uint64(math.Ceil(q * float64(h.N)))
-	if rank == 0 {
-		rank = 1
-	}
-	var seen uint64
-	for i, c := range h.B {
-		seen += uint64(c)
-		if seen >= rank {
-			v := histLower(i)
-			if v > h.Max {
-				v = h.Max
-			}
-			return v
-		}
-	}
-	return h.Max
-}
