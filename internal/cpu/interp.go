@@ -39,6 +39,9 @@ func (cp *CPU) step(p *task.Task) {
 		return
 	}
 	op := &ex.Prog.Ops[ex.PC]
+	if op.Kind != task.OpCompute && op.Kind != task.OpExit {
+		cp.advance(cp.m.cfg.OpCost) // every other instruction costs OpCost
+	}
 	if int(op.Kind) < len(ops) && ops[op.Kind] != nil {
 		ops[op.Kind](cp, p, op)
 	}
@@ -97,7 +100,6 @@ func (cp *CPU) opCompute(p *task.Task, op *task.Op) {
 func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
-	cp.advance(m.cfg.OpCost)
 	mx := m.mutexes[op.Mutex]
 	if ex.Phase == 0 {
 		for _, h := range ex.Held {
@@ -129,7 +131,6 @@ func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 func (cp *CPU) opUnlock(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
-	cp.advance(m.cfg.OpCost)
 	if !cp.unlock(p, op.Mutex) {
 		m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v unlocks %v, which it does not hold", p, m.mutexes[op.Mutex]))
 	}
@@ -140,7 +141,6 @@ func (cp *CPU) opUnlock(p *task.Task, op *task.Op) {
 func (cp *CPU) opSleep(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
-	cp.advance(m.cfg.OpCost)
 	if ex.Phase == 0 {
 		d := dur(p, op)
 		ex.TimerCPU = cp.id
@@ -159,9 +159,8 @@ func (cp *CPU) opSleep(p *task.Task, op *task.Op) {
 
 // opWait is wait_for_completion().
 func (cp *CPU) opWait(p *task.Task, op *task.Op) {
-	c, m := cp.c, cp.m
+	c := cp.c
 	ex := &p.Exec
-	cp.advance(m.cfg.OpCost)
 	if ex.Phase == 0 {
 		// wait_for_completion: consume a completion or sleep for one.
 		p.CompLock.Lock(c.CPU)
@@ -192,7 +191,6 @@ func (cp *CPU) opWait(p *task.Task, op *task.Op) {
 func (cp *CPU) opWake(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
-	cp.advance(m.cfg.OpCost)
 	t := m.Task(op.Target)
 	if t != nil && t != p {
 		t.CompLock.Lock(c.CPU)
@@ -205,9 +203,8 @@ func (cp *CPU) opWake(p *task.Task, op *task.Op) {
 
 // opYield is sched_yield().
 func (cp *CPU) opYield(p *task.Task, op *task.Op) {
-	c, m := cp.c, cp.m
+	c := cp.c
 	ex := &p.Exec
-	cp.advance(m.cfg.OpCost)
 	r := cp.rq
 	r.Lock(c)
 	r.UpdateCurr(c)
@@ -223,7 +220,6 @@ func (cp *CPU) opYield(p *task.Task, op *task.Op) {
 func (cp *CPU) opAffinity(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
-	cp.advance(m.cfg.OpCost)
 	t := p
 	if op.Target != 0 {
 		t = m.Task(op.Target)
@@ -251,7 +247,6 @@ func (cp *CPU) opAffinity(p *task.Task, op *task.Op) {
 func (cp *CPU) opSetPrio(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
-	cp.advance(m.cfg.OpCost)
 	t := p
 	if op.Target != 0 {
 		t = m.Task(op.Target)
@@ -264,9 +259,7 @@ func (cp *CPU) opSetPrio(p *task.Task, op *task.Op) {
 
 // opLoop jumps back Count times (0: forever).
 func (cp *CPU) opLoop(p *task.Task, op *task.Op) {
-	m := cp.m
 	ex := &p.Exec
-	cp.advance(m.cfg.OpCost)
 	if op.Count == 0 {
 		ex.PC = op.Jump
 		return
@@ -282,9 +275,7 @@ func (cp *CPU) opLoop(p *task.Task, op *task.Op) {
 
 // opChoose jumps with probability Prob.
 func (cp *CPU) opChoose(p *task.Task, op *task.Op) {
-	m := cp.m
 	ex := &p.Exec
-	cp.advance(m.cfg.OpCost)
 	if ex.Rand.Float64() < op.Prob {
 		ex.PC = op.Jump
 	} else {
