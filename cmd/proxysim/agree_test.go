@@ -128,8 +128,8 @@ func TestSummaryJSONAndMetricsAgree(t *testing.T) {
 		}
 	}
 	c := s.Counters
-	wantProxy := fmt.Sprintf("picks %d, proxy_migrate_task calls %d, proxy_needs_return dequeues %d, proxy_force_return dequeues %d,",
-		c["proxy_pick_same_rq"], c["proxy_migrations"], c["return_migrations"], c["force_returns"])
+	wantProxy := fmt.Sprintf("picks %d, proxy_migrate_task calls %d, proxy_needs_return dequeues %d, proxy_activate wake-ups %d,",
+		c["proxy_pick_same_rq"], c["proxy_migrations"], c["return_migrations"], c["proxy_activates"])
 	if !strings.Contains(text, wantProxy) {
 		t.Errorf("text proxy line lacks %q\n%s", wantProxy, text)
 	}

@@ -15,7 +15,7 @@ import (
 var findings = []struct {
 	bug, seed, invariant string
 }{
-	{"early-activation", "205329377607709", "parked-owner"},
+	{"early-activation", "205329377607709", "no-stranded-waiter"},
 	{"proxy-keeps-donor", "115309719035642", "curr-donor"},
 }
 

@@ -264,13 +264,13 @@ func logStat(r *sim.Run, sf *stressFlags, log *zap.Logger, final bool) {
 	if sf.logs.json() {
 		log.Info(msg, zap.Duration("elapsed", el), zap.Uint64("context_switches", sum(stats.ContextSwitches)),
 			zap.Uint64("proxy_migrations", sum(stats.ProxyMigrations)), zap.Uint64("return_migrations", sum(stats.ReturnMigrations)),
-			zap.Uint64("force_returns", sum(stats.ForceReturns)), zap.Uint64("fpt_spins", sum(stats.FindProxyTaskSpins)),
+			zap.Uint64("proxy_activates", sum(stats.ProxyActivates)), zap.Uint64("fpt_spins", sum(stats.FindProxyTaskSpins)),
 			zap.Uint64("lock_spins", spins), zap.Int("violations", viol), zap.Uint64("rss_bytes", rss),
 			zap.Int("goroutines", runtime.NumGoroutine()), zap.Float64("events_per_second", rate), zap.Uint64("events", events))
 		return
 	}
-	log.Info(fmt.Sprintf("%s: elapsed %s  switches %d  proxy-mig %d  return-mig %d  force-ret %d  fpt-spins %d  lock-spins %d  violations %d  rss %dMiB  goroutines %d  events/s %.0f",
-		msg, el.Round(time.Second), sum(stats.ContextSwitches), sum(stats.ProxyMigrations), sum(stats.ReturnMigrations), sum(stats.ForceReturns),
+	log.Info(fmt.Sprintf("%s: elapsed %s  switches %d  proxy-mig %d  return-mig %d  proxy-act %d  fpt-spins %d  lock-spins %d  violations %d  rss %dMiB  goroutines %d  events/s %.0f",
+		msg, el.Round(time.Second), sum(stats.ContextSwitches), sum(stats.ProxyMigrations), sum(stats.ReturnMigrations), sum(stats.ProxyActivates),
 		sum(stats.FindProxyTaskSpins), spins, viol, rss>>20, runtime.NumGoroutine(), rate))
 }
 

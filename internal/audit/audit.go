@@ -54,9 +54,11 @@ func (a *auditor) fail(inv check.Invariant, cpu int, p *task.Task, format string
 	a.report(vi)
 }
 
+// blockedPeek is is_blocked: p sleeps (a donor, if queued) and no
+// wake-up has made it runnable.
 func blockedPeek(p *task.Task) bool {
-	m, s, _ := p.Peek()
-	return m != nil && s != task.BORunnable
+	_, isb, _ := p.Peek()
+	return isb
 }
 
 // queues: invariants 6, 9, 17, 22 and the progress rule for idle CPUs.
@@ -160,8 +162,8 @@ func chainReaches(d, curr *task.Task) bool {
 		if p == curr {
 			return true
 		}
-		m, s, _ := p.Peek()
-		if m == nil || s == task.BORunnable {
+		m, isb, _ := p.Peek()
+		if m == nil || !isb {
 			return false
 		}
 		p = m.OwnerTask()
@@ -185,8 +187,10 @@ func (a *auditor) mutexes() {
 				a.fail(check.InvOneOwner, -1, w, "%v waits on %v and %v", w, prev, m)
 			}
 			waiting[w] = m
+			// blocked_on is m, or nil once an unlock chose w (or a
+			// wake-up cleared it): w leaves the list when it runs.
 			bo, _, _ := w.Peek()
-			if bo != task.Lock(m) {
+			if bo != nil && bo != task.Lock(m) {
 				a.fail(check.InvOneOwner, -1, w, "%v is on %v's wait list but blocked_on is %v", w, m, bo)
 			}
 			if w == owner && flags&mutex.FlagPickup == 0 {
@@ -213,7 +217,7 @@ func (a *auditor) blocked() {
 		if p == nil {
 			continue
 		}
-		m, s, _ := p.Peek()
+		m, isb, _ := p.Peek()
 		if m != nil {
 			// chain acyclic (both modes): follow owners
 			q := p
@@ -233,13 +237,11 @@ func (a *auditor) blocked() {
 				q = o
 			}
 		}
-		if a.cfg.Proxy {
-			if p.State() == task.Running && m != nil && s == task.BOBlocked {
-				a.fail(check.InvRunningNotBlocked, p.CPU(), p, "%v is TASK_RUNNING but BO_BLOCKED on %v", p, m)
-			}
-			if s == task.BOWaking && a.cfg.WakingBound > 0 && a.cfg.Horizon-p.BOSince > a.cfg.WakingBound {
-				a.fail(check.InvWakingReturns, p.CPU(), p, "%v has been BO_WAKING for %d ns (bound %d): never returned", p, a.cfg.Horizon-p.BOSince, a.cfg.WakingBound)
-			}
+		if p.State() == task.Running && isb {
+			a.fail(check.InvRunningNotBlocked, p.CPU(), p, "%v is TASK_RUNNING with is_blocked set (blocked_on %v)", p, m)
+		}
+		if a.cfg.Proxy && isb && m == nil && p.OnRQ() != task.OnRQNone && a.cfg.WakingBound > 0 && a.cfg.Horizon-p.UnblockedAt > a.cfg.WakingBound {
+			a.fail(check.InvWakingReturns, p.CPU(), p, "%v has stayed queued as a donor for %d ns since its blocked_on was cleared (bound %d): never run, returned or deactivated", p, a.cfg.Horizon-p.UnblockedAt, a.cfg.WakingBound)
 		}
 		for _, w := range p.BlockedHead {
 			if prev, dup := parkedOn[w]; dup {

@@ -219,12 +219,12 @@ func describe(p *task.Task) string {
 	if p == nil {
 		return "nobody"
 	}
-	m, s, _ := p.Peek()
+	m, isb, _ := p.Peek()
 	bo := "-"
 	if m != nil {
-		bo = fmt.Sprintf("%v/%v", m, s)
+		bo = fmt.Sprint(m)
 	}
-	return fmt.Sprintf("%v [state %v, on_rq %d, on_cpu %v, cpu %d, blocked_on %s]", p, p.State(), p.OnRQ(), p.OnCPU(), p.CPU(), bo)
+	return fmt.Sprintf("%v [state %v, on_rq %d, on_cpu %v, cpu %d, blocked_on %s, is_blocked %v]", p, p.State(), p.OnRQ(), p.OnCPU(), p.CPU(), bo, isb)
 }
 
 // chain renders the blocked_on chain from p through owners.
@@ -259,8 +259,11 @@ func (a *liveAuditor) handoffs() {
 		if o == nil {
 			continue
 		}
-		if bo, s, _ := o.Peek(); bo != task.Lock(m) || (s == task.BOWaking && o.OnRQ() != task.OnRQNone) {
-			continue // not a waiter, or being returned (the BO_WAKING bound's business)
+		if flags&mutex.FlagPickup == 0 {
+			continue // taken, not handed over
+		}
+		if bo, isb, _ := o.Peek(); bo == nil && isb && o.OnRQ() != task.OnRQNone {
+			continue // a woken donor to run, return or deactivate: invariant 10's business
 		}
 		k := grantKey{m, o}
 		seen[k] = true
@@ -298,8 +301,8 @@ func (a *liveAuditor) handoffs() {
 // someone else.
 func chainEnd(p *task.Task) *task.Task {
 	for i := 0; i < 64 && p != nil; i++ {
-		m, s, _ := p.Peek()
-		if m == nil || s == task.BORunnable {
+		m, isb, _ := p.Peek()
+		if m == nil || !isb {
 			return p
 		}
 		o := m.OwnerTask()

@@ -47,7 +47,7 @@ const (
 	BlockTaskNotLast                // 18
 	WakelistMigrating               // 25
 	ParkDonorNotLink                // 19
-	TTWUKeepsBlocked                // v22's wake path (model decision 2), fixed by v29's is_blocked
+	TTWUKeepsBlocked                // v22's wake path, fixed by v29's is_blocked
 	EarlyActivation                 // finding F1 (model decision 8)
 	ProxyKeepsDonor                 // finding F2 (model decision 5)
 	NumBugs
@@ -83,8 +83,8 @@ var Catalogue = []Bug{
 		"activate_blocked_waiters enqueues a waiter from a stale batch that meanwhile was woken, ran and blocked again (still on_cpu, or parked anew): it is queued while parked, or runs on two CPUs",
 		"audit: parked waiter on a runqueue (invariant 13); switch-in check (invariant 1)"},
 	{SkippedWaking, 2, "skipped-waking", Historical, "v13/v18/v22",
-		"v22-era wake paths: a woken waiter that re-armed BO_BLOCKED is made RUNNING without leaving it, ttwu bails on the RUNNING task when the lock is later handed to it, and find_proxy_task walks the WAKING link as blocked: it is never returned",
-		"audit: TASK_RUNNING yet blocked (invariant 31), BO_WAKING older than the bound (invariant 10)"},
+		"the v13..v22 wake paths did not send a woken chain link home (v22: a WAKING link walked as blocked, never returned); in the reference's form: find_proxy_task runs a link whose blocked_on was cleared where it is queued, instead of proxy_deactivate leaving it to its wake-up to place: a proxy-migrated waiter runs away from home",
+		"inline switch-in check: task runs outside its affinity mask (invariant 2); audit: runnable task queued outside its mask (invariant 9)"},
 	{CPUBeforeOnRQ, 3, "cpu-before-on-rq", Historical, "v18",
 		"find_proxy_task tests task_cpu(owner) before owner->on_rq, so a donor is proxy-migrated towards an owner that is asleep",
 		"inline check in proxy_migrate_task: migration target chosen for a sleeping owner"},
@@ -98,7 +98,7 @@ var Catalogue = []Bug{
 		"activate_blocked_waiters keeps draining an owner's list while donors re-park on it instead of detaching a finite batch: endless loop",
 		"watchdog: CPU makes no progress"},
 	{RunnableWithoutReturn, 7, "runnable-without-return", Historical, "v9/v14",
-		"ttwu sets BO_RUNNABLE on every exit, including when the task is still queued on a CPU outside its mask: the donor runs there",
+		"ttwu_runnable makes a queued donor runnable without the return check (proxy_needs_return), also when it is still queued on a CPU outside its mask: the donor runs there",
 		"inline switch-in check: task runs outside its affinity mask (invariant 2)"},
 	{DanglingDonor, 8, "dangling-donor", Historical, "v9/v18/v22",
 		"proxy migration drops the rq lock while rq->donor still points at the migrated task: the source CPU charges and preempts a task another CPU owns",
@@ -125,13 +125,13 @@ var Catalogue = []Bug{
 		"proxy_enqueue_on_owner parks the donor instead of the last link before the sleeping owner: wakeups of mid-chain tasks are lost",
 		"audit: parked task's sleeping owner is not its lock owner (invariant 14)"},
 	{TTWUKeepsBlocked, 0, "ttwu-keeps-blocked", Historical, "v29",
-		"v22's try_to_wake_up leaves a mutex waiter's blocked_on_state alone: a delayed wake of a waiter that has re-armed BO_BLOCKED makes it TASK_RUNNING while still BO_BLOCKED (v29 replaced the tri-state with is_blocked, cleared with TASK_RUNNING; the model's tri-state marks it BO_WAKING instead)",
-		"audit: TASK_RUNNING yet blocked (invariant 31)"},
+		"v22's try_to_wake_up made a mutex waiter TASK_RUNNING and left its blocked_on_state BO_BLOCKED (a delayed wake of a waiter that had re-armed); v29 added is_blocked, cleared by ttwu_do_wakeup with TASK_RUNNING. --bug leaves is_blocked set in ttwu_do_wakeup: TASK_RUNNING yet blocked",
+		"audit: TASK_RUNNING with is_blocked (invariant 31); inline: is_blocked task switched in (invariant 3), try_to_block_task on an is_blocked task"},
 	{EarlyActivation, 0, "early-activation", Finding, "open@014c4be7",
 		"try_to_wake_up runs activate_blocked_waiters at its end on every path, also when the owner went onto a remote wake list and is not enqueued yet: a donor that parks on the owner (still on_rq 0) after that pass is stranded on a running owner",
 		"audit: waiter stranded on an awake owner's list (invariant 15)"},
 	{ProxyKeepsDonor, 0, "proxy-keeps-donor", Finding, "open@014c4be7",
-		"a proxy that releases the lock its donor waits for hands it to the donor (or another waiter) and wakes it, but nothing reschedules: ttwu_runnable's wakeup_preempt compares the donor with itself, so the proxy keeps running on the scheduling context of a donor that is no longer blocked on it",
+		"nothing reschedules a CPU whose proxy's donor chain is broken under it: a proxy that releases the lock its donor waits for hands it over and wakes the donor (ttwu_runnable's wakeup_preempt compares the donor with itself), and a wake-up of the donor or of a link of its chain (ttwu_runnable, proxy_needs_return: only a returned donor reschedules) leaves the proxy running on the scheduling context of a donor that is no longer blocked on it",
 		"audit: curr is neither the donor nor the end of its chain, with no reschedule pending (invariant 4)"},
 }
 

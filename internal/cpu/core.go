@@ -50,7 +50,7 @@ func (cp *CPU) schedule(preempt bool) {
 			next.SetBlockedDonor(nil) // rq lock held: next is queued here
 		}
 		cp.queueRTBalance(prev, next)
-		if next != r.Idle && proxy.TaskIsBlocked(c, next) {
+		if c.Proxy && next != r.Idle && next.IsBlocked() {
 			n := proxy.FindProxyTask(c, m, r, next)
 			if n == nil {
 				r.ZapBalanceCallbacks(c)
@@ -133,19 +133,24 @@ func (cp *CPU) checkSwitchIn(prev, next *task.Task) {
 	if !next.CPUsMask.Has(r.CPU) {
 		m.Report(c, check.InvAffinity, next, fmt.Sprintf("%v executes on cpu%d outside its mask %v (wake_cpu %d)", next, r.CPU, next.CPUsMask, next.WakeCPU))
 	}
-	if c.Proxy && next != prev && proxy.TaskIsBlocked(c, next) {
-		m.Report(c, check.InvBlockedNotCurr, next, fmt.Sprintf("%v switched in to execute on cpu%d while blocked on a mutex", next, r.CPU))
+	if next != prev && next.IsBlocked() {
+		m.Report(c, check.InvBlockedNotCurr, next, fmt.Sprintf("%v switched in to execute on cpu%d with is_blocked set", next, r.CPU))
 	}
 	if st := next.State(); st == task.Dead {
 		m.Report(c, check.InvSingleRun, next, fmt.Sprintf("%v switched in after exit", next))
 	}
 }
 
-// tryToBlockTask is try_to_block_task(): a task that is going to sleep
-// leaves the runqueue, unless it is mutex-blocked and proxy execution is
-// on, in which case it stays queued as a potential donor.
+// tryToBlockTask is try_to_block_task(): a task that is going to sleep is
+// marked is_blocked and leaves the runqueue, unless it is mutex-blocked
+// (task_is_blocked) and proxy execution is on, in which case it stays
+// queued as a potential donor.
 func (cp *CPU) tryToBlockTask(prev *task.Task, st task.State) {
 	c, r := cp.c, cp.rq
+	if prev.IsBlocked() {
+		c.Warn(check.InvRunningNotBlocked, prev.ID, prev.String(), "try_to_block_task: %v already has is_blocked set", prev)
+	}
+	prev.SetIsBlocked(true)
 	if st != task.Dead && proxy.TaskIsBlocked(c, prev) {
 		c.Emit(trace.EvDonorKeep, int32(prev.ID), 0, 0, 0)
 		return

@@ -319,8 +319,10 @@ func (h *harness) format(e trace.Event) string {
 			kind = "donor handoff"
 		}
 		return fmt.Sprintf("%s %s of %s to %s", pre, kind, h.mutexName(e.A), n(e.Task))
-	case trace.EvBOState:
-		return fmt.Sprintf("%s %s %s -> %s", pre, n(e.Task), task.BOState(e.A), task.BOState(e.B))
+	case trace.EvIsBlocked:
+		return fmt.Sprintf("%s %s is_blocked=%d", pre, n(e.Task), e.A)
+	case trace.EvBlockedOnClear:
+		return fmt.Sprintf("%s %s blocked_on %s cleared", pre, n(e.Task), h.mutexName(e.A))
 	case trace.EvWake:
 		via := ""
 		if e.B == 1 {
@@ -392,10 +394,13 @@ func (h *harness) state() string {
 	sort.Strings(names)
 	for _, n := range names {
 		p := h.tasks[n]
-		mx, bo, donor := p.Peek()
+		mx, isb, donor := p.Peek()
 		fmt.Fprintf(&b, "%s: %s on_rq=%d on_cpu=%v cpu=%d wake_cpu=%d", n, p.State(), p.OnRQ(), p.OnCPU(), p.CPU(), p.WakeCPU)
 		if mx != nil {
-			fmt.Fprintf(&b, " blocked_on=%s %s", h.mutexName(int32(mx.ID())), bo)
+			fmt.Fprintf(&b, " blocked_on=%s", h.mutexName(int32(mx.ID())))
+		}
+		if isb {
+			b.WriteString(" is_blocked")
 		}
 		if donor != nil {
 			fmt.Fprintf(&b, " blocked_donor=%s", donor.Name)
@@ -415,7 +420,7 @@ func (h *harness) state() string {
 // interrupt is armed by `interrupt cpu=N task=X when=migrating|waking
 // run=M [steps=K]` and fires during the next command: the first time CPU
 // N passes a lock-release yield point while X is on_rq MIGRATING (when=
-// migrating) or BO_WAKING (when=waking), holding no lock but pi_locks, CPU
+// migrating) or woken (when=waking: is_blocked with blocked_on cleared), holding no lock but pi_locks, CPU
 // M takes K turns of its loop right there, as it could concurrently, and
 // then CPU N goes on. It makes mid-operation interleavings (a move between
 // its two rq locks, an unlock before its wake_up_q) exact. The nested CPU
@@ -489,8 +494,8 @@ func (h *harness) interruptDue(c *spinlock.CPU, in *interrupt) bool {
 	case "migrating":
 		return in.p.Migrating()
 	case "waking":
-		m, s, _ := in.p.Peek()
-		return m != nil && s == task.BOWaking
+		m, isb, _ := in.p.Peek()
+		return m == nil && isb
 	}
 	return false
 }

@@ -22,7 +22,7 @@ func mutantUnlockedEnqueue(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 		return false
 	}
 	r.MutantEnqueueWithoutLock(c, p)
-	p.SetState(task.Running)
+	ttwuDoWakeup(c, p)
 	return true
 }
 

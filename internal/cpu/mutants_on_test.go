@@ -55,6 +55,9 @@ func TestMutantChildUnlockedEnqueue(t *testing.T) {
 	cfg.WallLimit = 20 * time.Second
 	m := newWorkloadMachine(t, cfg, "mixed", 32)
 	m.Run()
+	if vs := m.Rep.Violations(); len(vs) > 0 {
+		t.Fatalf("no race reported: the run stopped first at a violation: %v", vs[0])
+	}
 	t.Log("no race reported: the child ran to its end")
 }
 

@@ -128,11 +128,14 @@ func moveChain(c *percpu.Ctx, src, dst *rq.RQ, tasks []*task.Task) {
 	dst.CheckPreemptCurr(c, tasks[0])
 }
 
-// rtCandidates lists r's queued RT tasks best first.
-func rtCandidates(r *rq.RQ) []*task.Task {
+// rtCandidates lists r's pushable RT tasks best first: the queued RT
+// tasks that are not task_is_blocked (rt.c never puts a blocked task on
+// the pushable list, in enqueue_task_rt or put_prev_task_rt; the model
+// reads the test now instead of at enqueue time).
+func rtCandidates(c *percpu.Ctx, r *rq.RQ) []*task.Task {
 	var out []*task.Task
 	for _, t := range r.Tasks() {
-		if t.RT() {
+		if t.RT() && !proxy.TaskIsBlocked(c, t) {
 			out = append(out, t)
 		}
 	}
@@ -175,7 +178,7 @@ func (m *Machine) findLowestRQ(from int, mask *task.Mask, prio int) int {
 // locked: move a waiting RT task (or chain) to a CPU running something of
 // lower priority.
 func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
-	for _, p := range rtCandidates(r) {
+	for _, p := range rtCandidates(c, r) {
 		if p == r.Curr() || p == r.Donor(c) {
 			continue
 		}
@@ -223,7 +226,7 @@ func (m *Machine) pullRTTask(c *percpu.Ctx, r *rq.RQ) {
 		}
 		rq.DoubleLockBalance(c, r, src)
 		pulled := false
-		for _, p := range rtCandidates(src) {
+		for _, p := range rtCandidates(c, src) {
 			if p.SE.Prio >= r.Donor(c).SE.Prio {
 				break
 			}

@@ -8,14 +8,13 @@ import (
 	"github.com/proxysim/proxysim/internal/task"
 )
 
-// Chain-level RT push (task_is_pushable / find_exec_ctx):
-// RT donor D, blocked on a mutex held by fair owner O, waits on cpu0 behind
-// RT hog X. When X's pick leaves D waiting, push_rt_tasks moves D together
-// with its queued owner O to a CPU where O (the execution context) may run
-// and nothing of higher priority runs; it leaves them when O may only run
-// on cpu0 (single-CPU affine). Proxy off: D is asleep, not queued, and
-// nothing moves.
-func TestRTPushMovesBlockedChain(t *testing.T) {
+// RT push and blocked donors (rt.c@84014e78): RT donor D, blocked on a
+// mutex held by fair owner O, waits on cpu0 behind RT hog X. rt.c never
+// puts a task_is_blocked task on the pushable list (enqueue_task_rt,
+// put_prev_task_rt), so push_rt_tasks leaves D and its owner where they
+// are, whatever O's mask. Proxy off: D is asleep, not queued, and nothing
+// moves.
+func TestRTPushSkipsBlockedDonor(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		proxy     bool
@@ -23,8 +22,8 @@ func TestRTPushMovesBlockedChain(t *testing.T) {
 		wantCPU   int // where D and O end up (D: -1 = not queued)
 		pushes    bool
 	}{
-		{"owner may run on cpu1", true, task.MaskOf(0, 1), 1, true},
-		{"owner may run on cpu2 only besides cpu0", true, task.MaskOf(0, 2), 2, true},
+		{"owner may run on cpu1", true, task.MaskOf(0, 1), 0, false},
+		{"owner may run on cpu2 only besides cpu0", true, task.MaskOf(0, 2), 0, false},
 		{"owner pinned to cpu0", true, task.MaskOf(0), 0, false},
 		{"proxy off: classic rule", false, task.MaskOf(0, 1), -1, false},
 	} {

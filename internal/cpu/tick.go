@@ -86,10 +86,14 @@ func (cp *CPU) checkCurrDonor() {
 	}
 	p := d
 	for i := 0; i < proxy.MaxChain && p != curr; i++ {
+		if !p.Queued() || p.CPU() != r.CPU {
+			cp.m.Report(c, check.InvCurrDonor, curr, fmt.Sprintf("cpu%d executes %v for donor %v, but %v in its chain is no longer queued here (no reschedule pending)", r.CPU, curr, d, p))
+			return
+		}
 		p.BlockedLock.Lock(c.CPU)
-		m, s := p.BlockedOn(c.CPU), p.BlockedOnState(c.CPU)
+		m := p.BlockedOn(c.CPU)
 		p.BlockedLock.Unlock(c.CPU)
-		if m == nil || s == task.BORunnable {
+		if m == nil || !p.IsBlocked() { // is_blocked: p is queued here, our rq lock guards it
 			cp.m.Report(c, check.InvCurrDonor, curr, fmt.Sprintf("cpu%d executes %v for donor %v, but %v in its chain is no longer blocked (no reschedule pending)", r.CPU, curr, d, p))
 			return
 		}

@@ -22,98 +22,48 @@ func (m *Machine) WakeUpProcess(c *percpu.Ctx, p *task.Task) bool {
 	return m.tryToWakeUp(c, p, task.WakeNormal)
 }
 
-// boWaking reads whether p is mutex-blocked in BO_WAKING.
-func boWaking(c *percpu.Ctx, p *task.Task) bool {
-	p.BlockedLock.Lock(c.CPU)
-	w := p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOWaking
-	p.BlockedLock.Unlock(c.CPU)
-	return w
-}
-
-// markWakingLocked: a real wakeup of a mutex-blocked task (its state
-// matched) ends its blocked status: BO_BLOCKED becomes BO_WAKING, so that
-// the return check and the WAKING -> RUNNABLE rules of the unlock hand-off
-// apply to it as well; a woken waiter retries the lock and re-arms
-// BO_BLOCKED if it fails. p.BlockedLock is held.
-//
-// Together with setting __state under the same blocked_lock (here and in
-// the mutex wait loop) this keeps Peter Zijlstra's rule (v27: TASK_RUNNING
-// implies the task is not blocked on a mutex) in the tri-state model: a
-// delayed wake_q wakeup of a waiter that has already re-armed would
-// otherwise leave it RUNNING and BO_BLOCKED.
-func markWakingLocked(c *percpu.Ctx, p *task.Task) {
-	if p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOBlocked {
-		p.SetBOState(c, task.BOWaking)
+// ttwuDoWakeup is ttwu_do_wakeup(): is_blocked cleared and TASK_RUNNING,
+// with the rq lock held (or by current for itself).
+func ttwuDoWakeup(c *percpu.Ctx, p *task.Task) {
+	if !c.Bug(bugs.TTWUKeepsBlocked) {
+		p.SetIsBlocked(false)
 	}
+	p.SetState(task.Running)
 }
 
-func markWaking(c *percpu.Ctx, p *task.Task) {
-	if !c.Proxy {
-		return
-	}
-	p.BlockedLock.Lock(c.CPU)
-	markWakingLocked(c, p)
-	p.BlockedLock.Unlock(c.CPU)
-}
-
-// setRunnableLocked moves a mutex-blocked p to BO_RUNNABLE where ttwu may
-// do so: when p is current, or after TASK_WAKING (p is off every runqueue
-// and select_task_rq will honour its mask). p.BlockedLock is held.
-func setRunnableLocked(c *percpu.Ctx, p *task.Task) {
-	if p.BlockedOn(c.CPU) != nil {
-		p.SetBOState(c, task.BORunnable)
-	}
-}
-
-func setRunnable(c *percpu.Ctx, p *task.Task) {
-	if !c.Proxy {
-		return
-	}
-	p.BlockedLock.Lock(c.CPU)
-	setRunnableLocked(c, p)
-	p.BlockedLock.Unlock(c.CPU)
-}
-
-// tryToWakeUp is try_to_wake_up() (v22 form): pi_lock, then the rq lock;
-// on_rq first (ttwu_runnable); otherwise wait for on_cpu to clear (or hand
-// the wakeup to that CPU's wake list), mark the task WAKING, choose a CPU
-// with select_task_rq and enqueue it there.
+// tryToWakeUp is try_to_wake_up(): pi_lock, then the state test; a task
+// still queued is woken in place (ttwu_runnable, with the return check of
+// proxy execution); otherwise it is marked TASK_WAKING, its on_cpu waited
+// for (or the wakeup handed to that CPU's wake list), a CPU chosen with
+// select_task_rq and the task enqueued there.
 func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) bool {
 	self := m.cpus[c.ID]
 	if p == self.rq.Curr() {
 		// p == current: it is running right here.
+		if p.IsBlocked() {
+			c.Warn(check.InvRunningNotBlocked, p.ID, p.String(), "try_to_wake_up: current %v has is_blocked set", p)
+		}
+		// clear_task_blocked_on(p, NULL), before the state test.
+		p.BlockedLock.Lock(c.CPU)
+		p.ClearBlockedOn(c, nil, true)
+		p.BlockedLock.Unlock(c.CPU)
 		if !p.State().Matches(mask) {
 			return false
 		}
-		p.BlockedLock.Lock(c.CPU)
-		if c.Proxy {
-			if !c.Bug(bugs.TTWUKeepsBlocked) {
-				markWakingLocked(c, p)
-			}
-			setRunnableLocked(c, p)
-		}
-		p.SetState(task.Running)
-		p.BlockedLock.Unlock(c.CPU)
+		ttwuDoWakeup(c, p)
 		c.Inc(stats.Wakeups)
 		return true
 	}
 	p.PiLock.Lock(c.CPU)
-	st := p.State()
-	if !st.Matches(mask) {
-		// v22: a RUNNING task left BO_WAKING still needs its return check.
-		if !(c.Proxy && st == task.Running && !c.Bug(bugs.SkippedWaking) && boWaking(c, p)) {
-			p.PiLock.Unlock(c.CPU)
-			if c.Bug(bugs.EarlyActivation) {
-				m.maybeActivateWaiters(c, p) // the kernel's out: label
-			}
-			return false
+	if !p.State().Matches(mask) {
+		p.PiLock.Unlock(c.CPU)
+		if c.Bug(bugs.EarlyActivation) {
+			m.maybeActivateWaiters(c, p) // the kernel's out: label
 		}
+		return false
 	}
 	c.Inc(stats.Wakeups)
 	p.Stats.Wakeups++
-	if !c.Bug(bugs.SkippedWaking) && !c.Bug(bugs.TTWUKeepsBlocked) {
-		markWaking(c, p)
-	}
 	if p.OnRQ() != task.OnRQNone && m.ttwuRunnable(c, p) {
 		p.PiLock.Unlock(c.CPU)
 		c.Inc(stats.WakeupsRunnable)
@@ -125,7 +75,6 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 		// Still switching out on its CPU: let that CPU finish the wakeup
 		// (ttwu_queue_wakelist with WF_ON_CPU), or wait for it.
 		if t := p.CPU(); t != c.ID && (!p.Migrating() || c.Bug(bugs.WakelistMigrating)) {
-			setRunnable(c, p)
 			p.WakeTime = c.Now
 			m.queueWakeList(c, p, t)
 			p.PiLock.Unlock(c.CPU)
@@ -139,15 +88,13 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 			c.Relax()
 		}
 	}
-	setRunnable(c, p)
 	cpu := m.selectTaskRQ(c, p)
 	if cpu != p.CPU() {
 		why := trace.ReasonWake
-		switch {
-		case p.Migrating():
-			why = trace.ReasonReturn // dequeued by proxy_needs_return
-		case p.CPU() != p.WakeCPU:
-			why = trace.ReasonForceReturn // away from home: proxy_force_return
+		if p.CPU() != p.WakeCPU {
+			// Away from home: a proxy-migrated task that
+			// proxy_needs_return (or proxy_activate) sent back.
+			why = trace.ReasonReturn
 		}
 		rq.SetTaskCPU(c, p, cpu, false, why)
 	} else if cpu != p.WakeCPU {
@@ -193,9 +140,10 @@ func (m *Machine) taskRQLock(c *percpu.Ctx, p *task.Task) *rq.RQ {
 }
 
 // ttwuRunnable is ttwu_runnable(): p is still queued; mark it RUNNING
-// there. With proxy execution a BO_WAKING p first gets its return check
-// (proxy_needs_return): if it must move, it is dequeued and ttwuRunnable
-// returns false so that the caller does the full wakeup.
+// there. With proxy execution an is_blocked p (a donor) first gets its
+// return check (proxy_needs_return): if it must move, it has been
+// dequeued and ttwuRunnable returns false so that the caller does the
+// full wakeup.
 func (m *Machine) ttwuRunnable(c *percpu.Ctx, p *task.Task) bool {
 	r := m.taskRQLock(c, p)
 	defer r.Unlock(c)
@@ -204,34 +152,28 @@ func (m *Machine) ttwuRunnable(c *percpu.Ctx, p *task.Task) bool {
 		c.Inc(stats.LockJugglingRetries)
 		return false
 	}
-	// __state is set under blocked_lock so that it and blocked_on_state
-	// change together with respect to the mutex wait loop.
-	p.BlockedLock.Lock(c.CPU)
-	defer p.BlockedLock.Unlock(c.CPU)
-	if c.Proxy {
+	if c.Proxy && p.IsBlocked() {
+		if r.Donor(c) != r.Curr() && !c.Bug(bugs.ProxyKeepsDonor) {
+			// A proxy runs here, and p may be its donor or a link of the
+			// donor's chain: once p is runnable (or leaves), that chain
+			// no longer ends at curr. Re-pick. The reference does not:
+			// wakeup_preempt compares p with the donor (itself, if p is
+			// the donor) and proxy_needs_return reschedules only for the
+			// donor. Finding F2 (the wake-up half; the unlock half is in
+			// cpu.unlock).
+			r.ReschedCurr(c)
+		}
 		if c.Bug(bugs.RunnableWithoutReturn) {
-			// Bug 7 (before v9/v14): BO_RUNNABLE without the return check.
-			setRunnableLocked(c, p)
-		} else if c.Bug(bugs.SkippedWaking) {
-			// Bug 2 (v22-era wake paths): only a WAKING task gets the
-			// return check; a re-armed BLOCKED waiter is just made
-			// RUNNING, and a later hand-off to it meets a RUNNING task.
-			if proxy.NeedsReturn(c, r, p) {
-				return false
-			}
-		} else {
-			if !c.Bug(bugs.TTWUKeepsBlocked) {
-				markWakingLocked(c, p)
-			}
-			if proxy.NeedsReturn(c, r, p) {
-				return false
-			}
+			// Bug 7 (before v9/v14): no return check; the woken donor is
+			// made runnable wherever it is queued.
+		} else if proxy.NeedsReturn(c, r, p) {
+			return false
 		}
 	}
 	if !p.OnCPU() {
 		r.CheckPreemptCurr(c, p)
 	}
-	p.SetState(task.Running)
+	ttwuDoWakeup(c, p)
 	c.Emit(trace.EvWakeRunnable, int32(p.ID), int32(r.CPU), 0, 0)
 	return true
 }
@@ -284,7 +226,7 @@ func (m *Machine) ttwuDoActivate(c *percpu.Ctx, r *rq.RQ, p *task.Task) {
 	}
 	r.ActivateTask(c, p, flags)
 	r.CheckPreemptCurr(c, p)
-	p.SetState(task.Running)
+	ttwuDoWakeup(c, p)
 }
 
 // ttwuPending is sched_ttwu_pending(): activate everything on this CPU's

@@ -74,7 +74,7 @@ var counterHelp = map[string]string{
 	"proxy_pick_same_rq":         "Picks that ran a lock owner on behalf of a blocked donor queued on the same runqueue (proxy execution).",
 	"proxy_migrations":           "Calls of proxy_migrate_task that moved a blocked donor (with the donors queued behind it) to its lock owner's CPU; the tasks moved are proxysim_migrations_total{reason=~\"proxy|chain\"}.",
 	"return_migrations":          "BO_WAKING donors away from home dequeued by proxy_needs_return for a full wakeup; the moves that follow are proxysim_migrations_total{reason=\"return\"} (none when the wakeup lands where the task is).",
-	"force_returns":              "Donors dequeued by proxy_force_return and woken to an allowed CPU; the moves that follow are part of proxysim_migrations_total{reason=\"force_return\"}.",
+	"proxy_activates":            "Links find_proxy_task found blocked on a free lock away from home and woke with proxy_activate; the moves that follow are part of proxysim_migrations_total{reason=\"return\"}.",
 	"sleeping_owner_enqueues":    "Blocked donors parked on a sleeping lock owner.",
 	"blocked_waiter_activations": "Parked waiters re-activated when their lock owner woke.",
 	"donor_handoffs":             "Mutex hand-offs to the blocked donor that was running the owner (blocked_donor).",

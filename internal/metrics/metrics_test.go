@@ -299,7 +299,7 @@ func TestCounterNames(t *testing.T) {
 	}
 	for _, want := range []string{
 		"proxysim_context_switches_total", "proxysim_wakeups_total", "proxysim_proxy_migrations_total",
-		"proxysim_return_migrations_total", "proxysim_force_returns_total",
+		"proxysim_return_migrations_total", "proxysim_proxy_activates_total",
 		"proxysim_sleeping_owner_enqueues_total", "proxysim_blocked_waiter_activations_total",
 		"proxysim_donor_handoffs_total", "proxysim_find_proxy_task_calls_total",
 		"proxysim_find_proxy_task_retries_total", "proxysim_find_proxy_task_spins_total",

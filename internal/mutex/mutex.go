@@ -115,7 +115,7 @@ func (m *Mutex) trylock(p *task.Task, handoff bool) bool {
 
 // LockSlowStart is the first half of __mutex_lock_common(): under
 // wait_lock, try once more, else join the wait list and, under p's
-// blocked_lock, set blocked_on (BO_BLOCKED) and the sleep state; then the
+// blocked_lock, set blocked_on and the sleep state; then the
 // top of the kernel's wait loop: try again with both locks held (an
 // unlock that released the word locklessly after the first try, before
 // WAITERS was set, is caught here). It returns true if the lock was
@@ -130,8 +130,8 @@ func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task) bool {
 	}
 	m.addWaiter(p)
 	p.BlockedLock.Lock(c.CPU)
-	p.SetBlockedOn(c, m, task.BOBlocked)
-	p.SetState(task.Uninterruptible) // set_current_state, under blocked_lock (see cpu.markWakingLocked)
+	p.SetBlockedOn(c, m)
+	p.SetState(task.Uninterruptible) // set_current_state, under wait_lock and blocked_lock
 	p.Exec.WaitStart = c.Now
 	p.Stats.Contended++
 	c.Inc(stats.MutexContentions)
@@ -148,8 +148,8 @@ func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task) bool {
 // LockSlowResume is one turn of the wait loop after schedule() returned:
 // whether p is the first waiter is read before wait_lock (the kernel reads
 // it without the lock), then under wait_lock and blocked_lock blocked_on
-// and the sleep state are set again (an unlock may have marked p
-// BO_WAKING, ttwu BO_RUNNABLE), and p tries to take the lock, the first
+// and the sleep state are set again (the unlock that chose p, or a
+// wake-up of p, cleared blocked_on), and p tries to take the lock, the first
 // waiter also asking for a hand-off; back at the loop's top it tries once
 // more. Returns true once the lock is p's.
 func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
@@ -158,7 +158,7 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
 	p.BlockedLock.Lock(c.CPU)
 	late := mutantLateBlockedOn()
 	if !late {
-		p.SetBlockedOn(c, m, task.BOBlocked)
+		p.SetBlockedOn(c, m)
 		p.SetState(task.Uninterruptible)
 	}
 	if m.trylock(p, first) || m.trylock(p, false) {
@@ -172,7 +172,7 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
 		p.BlockedLock.Unlock(c.CPU)
 		m.waitLock.Unlock(c.CPU)
 		p.BlockedLock.Lock(c.CPU)
-		p.SetBlockedOn(c, m, task.BOBlocked)
+		p.SetBlockedOn(c, m)
 		p.SetState(task.Uninterruptible)
 		p.BlockedLock.Unlock(c.CPU)
 		return false
@@ -187,7 +187,7 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
 // cleared, p is RUNNING and off the wait list.
 func (m *Mutex) gotItLocked(c *percpu.Ctx, p *task.Task) {
 	m.removeWaiter(p)
-	p.SetBlockedOn(c, nil, task.BORunnable)
+	p.ClearBlockedOn(c, m, false)
 	p.SetState(task.Running)
 	p.BlockedLock.Unlock(c.CPU)
 	m.waitLock.Unlock(c.CPU)
@@ -263,7 +263,7 @@ func (q *WakeQ) Add(p *task.Task) { q.Tasks = append(q.Tasks, p) }
 // released (the lock is free from here on, before wait_lock is taken) and
 // without waiters that is all. Then wait_lock and p's blocked_lock: the
 // donor, if it still waits for this lock, or else the first waiter is
-// chosen and marked BO_WAKING under its own blocked_lock (nested), the
+// chosen and its blocked_on cleared under its own blocked_lock (nested), the
 // lock is handed to it if the release loop decided so, and it is queued
 // on wq for the caller to wake once both locks are dropped.
 func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
@@ -300,9 +300,7 @@ func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 		}
 	}
 	m.waitLock.Lock(c.CPU)
-	if c.Proxy {
-		p.BlockedLock.Lock(c.CPU)
-	}
+	p.BlockedLock.Lock(c.CPU)
 	var next *task.Task
 	donorHandoff := false
 	if c.Proxy {
@@ -311,7 +309,7 @@ func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 			if d.BlockedOn(c.CPU) == task.Lock(m) {
 				next = d
 				donorHandoff = true
-				m.setWaking(c, d)
+				d.ClearBlockedOn(c, m, true)
 				p.SetBlockedDonor(nil)
 			}
 			d.BlockedLock.Unlock(c.CPU)
@@ -319,11 +317,9 @@ func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 	}
 	if next == nil && len(m.waiters) > 0 {
 		next = m.waiters[0]
-		if c.Proxy {
-			next.BlockedLock.LockNested(c.CPU)
-			m.setWaking(c, next)
-			next.BlockedLock.Unlock(c.CPU)
-		}
+		next.BlockedLock.LockNested(c.CPU)
+		next.ClearBlockedOn(c, m, true)
+		next.BlockedLock.Unlock(c.CPU)
 	}
 	if next != nil {
 		wq.Add(next)
@@ -347,19 +343,8 @@ func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 		nid = int32(next.ID)
 	}
 	c.Emit(trace.EvUnlock, int32(p.ID), int32(m.id), nid, 0)
-	if c.Proxy {
-		p.BlockedLock.Unlock(c.CPU)
-	}
+	p.BlockedLock.Unlock(c.CPU)
 	m.waitLock.Unlock(c.CPU)
-}
-
-// setWaking moves a waiter BLOCKED -> WAKING (unlock's transition into
-// WAKING; ttwu and proxy_force_return have their own; other states are
-// left alone). w.BlockedLock is held.
-func (m *Mutex) setWaking(c *percpu.Ctx, w *task.Task) {
-	if w.BlockedOnState(c.CPU) == task.BOBlocked && w.BlockedOn(c.CPU) == task.Lock(m) {
-		w.SetBOState(c, task.BOWaking)
-	}
 }
 
 // handoff is __mutex_handoff(): give the lock to next (PICKUP), or free

@@ -30,38 +30,36 @@ type Machine interface {
 // spin); proxysim bounds it and reports the cycle as a deadlock.
 const MaxChain = 64
 
-// TaskIsBlocked is task_is_blocked(): proxy execution on, blocked_on set,
-// and blocked_on_state not BO_RUNNABLE (BO_WAKING still counts: such a task
-// must be checked for return migration before it runs).
+// TaskIsBlocked is task_is_blocked(): proxy execution on and blocked_on
+// set. Read under p's blocked_lock (the kernel reads the field without
+// a lock).
 func TaskIsBlocked(c *percpu.Ctx, p *task.Task) bool {
 	if !c.Proxy {
 		return false
 	}
 	p.BlockedLock.Lock(c.CPU)
-	b := p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) != task.BORunnable
+	b := p.BlockedOn(c.CPU) != nil
 	p.BlockedLock.Unlock(c.CPU)
 	return b
 }
-
-// forceRunnable sets BO_RUNNABLE from inside find_proxy_task; p's
-// blocked_lock is held.
-func forceRunnable(c *percpu.Ctx, p *task.Task) { p.SetBOState(c, task.BORunnable) }
 
 type action int
 
 const (
 	actNone action = iota
-	actReturn
+	actActivate
 	actMigrate
 	actDeactivate
+	actDeactivateDonor
 )
 
-// FindProxyTask is find_proxy_task(): follow donor's blocked_on chain to a
-// task that can run here on donor's behalf. It returns that task (possibly
-// rq.curr: then only the donor changes), rq.Idle (when the right move is to
-// let something land or resolve: proxy_resched_idle), or nil when the
-// caller must pick again (the chain changed, or a migration or return
-// dropped the rq lock). The rq lock is held on entry and on return.
+// FindProxyTask is find_proxy_task(): follow donor's blocked_on chain,
+// while its links are is_blocked, to a task that can run here on donor's
+// behalf. It returns that task (possibly rq.curr: then only the donor
+// changes), rq.Idle (when the right move is to let something land or
+// resolve: proxy_resched_idle), or nil when the caller must pick again
+// (the chain changed, or a migration, deactivation or activation dropped
+// or changed the runqueue). The rq lock is held on entry and on return.
 func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *task.Task {
 	r.AssertHeld(c)
 	c.Inc(stats.FindProxyTaskCalls)
@@ -80,7 +78,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 		}
 		return ret
 	}
-	for p = donor; ; p = owner {
+	for p = donor; p.IsBlocked(); p = owner {
 		links++
 		c.Inc(stats.FindProxyTaskSpins)
 		c.YieldPoint()
@@ -88,17 +86,26 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 			mach.Report(c, check.InvChainAcyclic, donor, fmt.Sprintf("blocked_on chain from %v longer than %d links: deadlock (mutex cycle)", donor, MaxChain))
 			return done(ReschedIdle(c, r))
 		}
-		// task_is_blocked(p) and p->blocked_on: a first look.
+		// Snapshot p->blocked_on under its blocked_lock.
 		p.BlockedLock.Lock(c.CPU)
 		m := p.BlockedOn(c.CPU)
-		bs := p.BlockedOnState(c.CPU)
 		p.BlockedLock.Unlock(c.CPU)
-		if m == nil || bs == task.BORunnable {
-			if p == donor {
-				// Chain changed since the pick: re-pick.
-				return done(nil)
+		if m == nil {
+			// Woken: the unlocker handed p the lock (or a wake-up
+			// cleared it). clear_task_blocked_on(p, NULL) has nothing
+			// left to clear here.
+			if p == curr {
+				runLink(c, p)
+				return done(p)
 			}
-			break // p is the execution context
+			if c.Bug(bugs.SkippedWaking) {
+				// Bug 2 (v13..v22 wake paths): the woken link is run
+				// where it is queued, not left to its wake-up to place.
+				runLink(c, p)
+				break
+			}
+			act = actDeactivate
+			goto out
 		}
 		wl := m.WaitLock()
 		wl.Lock(c.CPU)
@@ -108,43 +115,22 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 			wl.Unlock(c.CPU)
 			return done(nil)
 		}
-		bs = p.BlockedOnState(c.CPU)
-		if bs == task.BORunnable {
-			p.BlockedLock.Unlock(c.CPU)
-			wl.Unlock(c.CPU)
-			break
-		}
-		if bs == task.BOWaking {
-			if c.Bug(bugs.SkippedWaking) && p != curr {
-				// Bug 2 (before v13/v18): a WAKING link is walked like a
-				// BLOCKED one; nothing returns it.
-			} else {
-				if p == curr {
-					// It is already running here: it may simply go on.
-					forceRunnable(c, p)
-					p.BlockedLock.Unlock(c.CPU)
-					wl.Unlock(c.CPU)
-					break
-				}
-				act = actReturn
-				p.BlockedLock.Unlock(c.CPU)
-				wl.Unlock(c.CPU)
-				goto out
-			}
-		}
 		if p == curr {
 			currInChain = true
 		}
 		owner = m.OwnerTask()
 		if owner == nil {
-			// The lock is free or being handed over.
+			// The lock is free or being handed over: p may take it.
+			p.ClearBlockedOn(c, nil, true)
 			if p == curr || p.WakeCPU == this {
-				forceRunnable(c, p)
+				// Run p here (its __state is still the sleep state; it
+				// goes round its wait loop).
+				runLink(c, p)
 				p.BlockedLock.Unlock(c.CPU)
 				wl.Unlock(c.CPU)
 				break
 			}
-			act = actReturn
+			act = actActivate
 			p.BlockedLock.Unlock(c.CPU)
 			wl.Unlock(c.CPU)
 			goto out
@@ -176,7 +162,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				return done(ReschedIdle(c, r))
 			}
 			if !mach.SleepingOwners() {
-				act = actDeactivate
+				act = actDeactivateDonor
 				p.BlockedLock.Unlock(c.CPU)
 				wl.Unlock(c.CPU)
 				goto out
@@ -287,18 +273,22 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 
 out:
 	switch act {
+	case actDeactivateDonor:
+		Deactivate(c, mach, r, donor, false)
 	case actDeactivate:
-		if !Deactivate(c, mach, r, donor) {
-			// proxy_deactivate failed (the donor has a wakeup pending):
-			// return it instead (v21/v22).
-			ForceReturn(c, mach, r, donor)
-		}
-	case actReturn:
-		ForceReturn(c, mach, r, p)
+		Deactivate(c, mach, r, p, true)
+	case actActivate:
+		Activate(c, mach, r, p)
 	case actMigrate:
 		MigrateTask(c, mach, r, p, ownerCPU)
 	}
 	return done(nil)
+}
+
+// runLink clears is_blocked of a chain link find_proxy_task lets run.
+func runLink(c *percpu.Ctx, p *task.Task) {
+	p.SetIsBlocked(false)
+	c.Emit(trace.EvIsBlocked, int32(p.ID), 0, 0, 0)
 }
 
 // ReschedIdle is proxy_resched_idle(): make the idle task the donor (and
@@ -316,19 +306,45 @@ func ReschedIdle(c *percpu.Ctx, r *rq.RQ) *task.Task {
 	return r.Idle
 }
 
-// Deactivate is proxy_deactivate(): take a donor whose owner sleeps off
-// the runqueue (the pre-[full] answer to a sleeping owner). The idle task
-// becomes the donor first. It fails, leaving the donor queued, when the
-// donor has been woken meanwhile (its __state is RUNNING).
-func Deactivate(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) bool {
-	ReschedIdle(c, r)
-	if donor.State() == task.Running {
-		return false
+// Deactivate is proxy_deactivate(): take p off the runqueue as a
+// sleeper; whoever woke it (the unlocker that cleared its blocked_on)
+// places it with a full wake-up. The idle task becomes the donor first:
+// nothing on this rq may point at p once its on_rq is 0. woken says p's
+// blocked_on was found cleared (the reference's only caller; it WARNs on
+// a blocked_on still set); without [full]'s sleeping-owner parking the
+// donor of a sleeping owner is deactivated too, still blocked.
+func Deactivate(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, woken bool) {
+	st := p.State()
+	if st == task.Running {
+		c.Warn(check.InvRunningNotBlocked, p.ID, p.String(), "proxy_deactivate: %v is TASK_RUNNING with is_blocked set", p)
 	}
-	r.BlockTask(c, donor, donor.State())
+	if woken {
+		p.BlockedLock.Lock(c.CPU)
+		if m := p.BlockedOn(c.CPU); m != nil {
+			c.Warn(check.InvMutexMisuse, p.ID, p.String(), "proxy_deactivate: %v still blocked on %v", p, m)
+		}
+		p.BlockedLock.Unlock(c.CPU)
+	}
+	ReschedIdle(c, r)
+	r.BlockTask(c, p, st)
 	c.Inc(stats.ProxyDeactivations)
-	c.Emit(trace.EvBlock, int32(donor.ID), int32(donor.State()), 1, 0)
-	return true
+	c.Emit(trace.EvBlock, int32(p.ID), int32(st), 1, 0)
+}
+
+// Activate is proxy_activate(): p is blocked on a free lock but away
+// from home. Make idle the donor, drop the rq lock and wake p: the
+// wake-up (ttwu_runnable, proxy_needs_return) takes it off this rq and
+// places it on an allowed CPU.
+func Activate(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task) {
+	r.AssertHeld(c)
+	ReschedIdle(c, r)
+	r.ZapBalanceCallbacks(c)
+	c.Inc(stats.ProxyActivates)
+	checkLockDrop(c, mach, r, []*task.Task{p})
+	r.Unlock(c)
+	mach.WakeUpProcess(c, p)
+	r.Lock(c)
+	r.UpdateClock(c)
 }
 
 // MigrateTask is proxy_migrate_task(): move p, and every task that donates
@@ -407,64 +423,44 @@ func reasonFor(i int) trace.MigrateReason {
 	return trace.ReasonChain
 }
 
-// ForceReturn is proxy_force_return(): p, found BO_WAKING (or blocked on a
-// free lock) but queued where it must not run, is marked WAKING,
-// sleep-dequeued, and woken through the normal path, whose select_task_rq
-// picks an allowed CPU (v16: dequeue then wake, never enqueue directly on
-// wake_cpu, which may be offline).
-func ForceReturn(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task) {
-	r.AssertHeld(c)
-	ReschedIdle(c, r)
-	p.BlockedLock.Lock(c.CPU)
-	if p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOBlocked {
-		p.SetBOState(c, task.BOWaking)
-	}
-	p.BlockedLock.Unlock(c.CPU)
-	if p == r.Curr() || !p.Queued() || p.CPU() != r.CPU {
-		return
-	}
-	r.BlockTask(c, p, p.State())
-	r.ZapBalanceCallbacks(c)
-	c.Inc(stats.ForceReturns)
-	checkLockDrop(c, mach, r, []*task.Task{p})
-	r.Unlock(c)
-	mach.WakeUpProcess(c, p)
-	r.Lock(c)
-	r.UpdateClock(c)
-}
-
-// NeedsReturn is proxy_needs_return(), called by ttwu_runnable with p's
-// pi_lock, rq lock and blocked_lock held: a queued p found BO_WAKING that
-// sits away from its home CPU is dequeued (MIGRATING, not a sleep) so that
-// the caller continues into the full wakeup, which places it on an allowed
-// CPU. In every case the BO_WAKING task becomes BO_RUNNABLE.
+// NeedsReturn is proxy_needs_return(), called by ttwu_runnable for an
+// is_blocked p with its pi_lock and the rq lock held. At home (task_cpu
+// == wake_cpu) nothing happens: the caller makes p RUNNING in place.
+// Away from home p's blocked_on is cleared; if it is rq->curr it just
+// goes on running; if it is rq->donor, curr becomes its own donor
+// (proxy_reset_donor); then p is dequeued as a TASK_WAKING sleeper and
+// the caller goes on with the full wake-up, whose select_task_rq places
+// it on an allowed CPU.
 func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 	r.AssertHeld(c)
-	p.BlockedLock.AssertHeld(c.CPU)
-	ret := false
-	if p.BlockedOn(c.CPU) != nil && p.BlockedOnState(c.CPU) == task.BOWaking {
-		if p != r.Curr() && p.WakeCPU != r.CPU {
-			if p == r.Donor(c) {
-				r.UpdateCurr(c)
-				r.SetDonor(c, r.Idle)
-			}
-			r.DeactivateTask(c, p, rq.DequeueMigrating)
-			// It left as a donor, never through block_task: its wake-up
-			// must not take back a count it never added (the reference
-			// dequeues it with block_task(TASK_WAKING), which clears it).
-			p.ContributesToLoad = false
-			c.Inc(stats.ReturnMigrations)
-			ret = true
-		}
-		p.SetBOState(c, task.BORunnable)
-		if ret || !c.Bug(bugs.ProxyKeepsDonor) {
-			// The reference kernel's proxy_needs_return leaves a task at
-			// home alone (no resched): with the unlock's re-pick gone too,
-			// that is finding F2.
-			r.ReschedCurr(c)
-		}
+	if p.CPU() == p.WakeCPU {
+		return false
 	}
-	return ret
+	p.BlockedLock.Lock(c.CPU)
+	p.ClearBlockedOn(c, nil, true)
+	p.BlockedLock.Unlock(c.CPU)
+	if p == r.Curr() {
+		return false
+	}
+	if p == r.Donor(c) {
+		resetDonor(c, r)
+	}
+	r.BlockTask(c, p, task.Waking)
+	c.Inc(stats.ReturnMigrations)
+	return true
+}
+
+// resetDonor is proxy_reset_donor(): rq->donor is leaving; curr (which
+// ran for it) becomes its own donor, and the CPU re-picks.
+func resetDonor(c *percpu.Ctx, r *rq.RQ) {
+	curr := r.Curr()
+	if r.Donor(c) == curr {
+		c.Warn(check.InvCurrDonor, curr.ID, curr.String(), "proxy_reset_donor: cpu%d's donor is curr %v", r.CPU, curr)
+	}
+	r.UpdateCurr(c)
+	r.SetDonor(c, curr)
+	r.ZapBalanceCallbacks(c)
+	r.ReschedCurr(c)
 }
 
 // EnqueueOnOwner is proxy_enqueue_on_owner() [full]: with the rq lock and
@@ -567,10 +563,7 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *task.Task) {
 	w.PiLock.Lock(c.CPU)
 	defer w.PiLock.Unlock(c.CPU)
-	w.BlockedLock.Lock(c.CPU)
-	blocked := w.BlockedOn(c.CPU) != nil && w.BlockedOnState(c.CPU) != task.BORunnable
-	w.BlockedLock.Unlock(c.CPU)
-	if !blocked || w.State() == task.Waking || w.State() == task.Running || w.OnRQ() != task.OnRQNone {
+	if !w.IsBlocked() || w.State() == task.Waking || w.OnRQ() != task.OnRQNone {
 		return
 	}
 	if c.Bug(bugs.LateActivationOnCPU) {

@@ -126,9 +126,9 @@ func FormatSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "  mutex contentions %d\n", s.MutexContentions)
 	if s.ProxyExec {
 		// Protocol operations, not task moves: the moves are in the
-		// migrations line above (reasons proxy, chain, return, force_return).
+		// migrations line above (reasons proxy, chain, return).
 		c := s.Counters
-		fmt.Fprintf(w, "  proxy             picks %d, proxy_migrate_task calls %d, proxy_needs_return dequeues %d, proxy_force_return dequeues %d,\n", c["proxy_pick_same_rq"], c["proxy_migrations"], c["return_migrations"], c["force_returns"])
+		fmt.Fprintf(w, "  proxy             picks %d, proxy_migrate_task calls %d, proxy_needs_return dequeues %d, proxy_activate wake-ups %d,\n", c["proxy_pick_same_rq"], c["proxy_migrations"], c["return_migrations"], c["proxy_activates"])
 		fmt.Fprintf(w, "                    parked on sleeping owners %d, activated %d, donor hand-offs %d, resched idle %d\n", c["sleeping_owner_enqueues"], c["blocked_waiter_activations"], c["donor_handoffs"], c["proxy_resched_idle"])
 	}
 	fmt.Fprintf(w, "  groups (p99: the top of its histogram bucket, so \"<=\"):\n")
@@ -312,7 +312,7 @@ func (r *Run) writeChain(w io.Writer, p *task.Task) {
 	indent := "  "
 	for i := 0; p != nil && i < 64; i++ {
 		mx, bo, donor := p.Peek()
-		fmt.Fprintf(w, "%s%v: state %s, on_rq %d, on_cpu %v, cpu %d, wake_cpu %d, mask %v, prio %d, %s",
+		fmt.Fprintf(w, "%s%v: state %s, on_rq %d, on_cpu %v, cpu %d, wake_cpu %d, mask %v, prio %d, is_blocked %v",
 			indent, p, p.State(), p.OnRQ(), p.OnCPU(), p.CPU(), p.WakeCPU, p.CPUsMask, p.SE.Prio, bo)
 		if donor != nil {
 			fmt.Fprintf(w, ", blocked_donor %v", donor)

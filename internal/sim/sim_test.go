@@ -55,14 +55,14 @@ func TestMixedExercisesEveryProxyPath(t *testing.T) {
 	if s.Failed() {
 		t.Fatal(s.Violations[0])
 	}
-	for _, k := range []string{"proxy_pick_same_rq", "proxy_migrations", "return_migrations", "force_returns",
+	for _, k := range []string{"proxy_pick_same_rq", "proxy_migrations", "return_migrations", "proxy_activates",
 		"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs", "find_proxy_task_retries",
 		"find_proxy_task_spins", "proxy_resched_idle", "lock_juggling_retries"} {
 		if s.Counters[k] == 0 {
 			t.Errorf("counter %s is 0 after %v of mixed at %d CPUs", k, o.SimTime, o.CPUs)
 		}
 	}
-	for _, r := range []string{"proxy", "chain", "return", "force_return", "activation"} {
+	for _, r := range []string{"proxy", "chain", "return", "activation"} {
 		if s.MigrationsByReason[r] == 0 {
 			t.Errorf("no migration for reason %s after %v of mixed at %d CPUs", r, o.SimTime, o.CPUs)
 		}
@@ -81,13 +81,13 @@ func TestProxyOffIsStock(t *testing.T) {
 	if s.Failed() {
 		t.Fatal(s.Violations[0])
 	}
-	for _, k := range []string{"proxy_pick_same_rq", "proxy_migrations", "return_migrations", "force_returns",
+	for _, k := range []string{"proxy_pick_same_rq", "proxy_migrations", "return_migrations", "proxy_activates",
 		"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs", "find_proxy_task_calls", "proxy_resched_idle"} {
 		if s.Counters[k] != 0 {
 			t.Errorf("proxy execution off, but %s = %d", k, s.Counters[k])
 		}
 	}
-	for _, r := range []string{"proxy", "chain", "return", "force_return", "activation"} {
+	for _, r := range []string{"proxy", "chain", "return", "activation"} {
 		if n := s.MigrationsByReason[r]; n != 0 {
 			t.Errorf("proxy execution off, but %d migrations for reason %s", n, r)
 		}

@@ -25,7 +25,7 @@ const (
 	ProxyPickSameRQ
 	ProxyMigrations
 	ReturnMigrations
-	ForceReturns
+	ProxyActivates
 	SleepingOwnerEnqueues
 	BlockedWaiterActivations
 	DonorHandoffs
@@ -51,7 +51,7 @@ const (
 var CounterNames = [NumCounters]string{
 	"context_switches", "wakeups", "wakeups_remote", "wakeups_runnable", "preemptions", "ticks", "ipis",
 	"mutex_acquires", "mutex_contentions", "mutex_handoffs",
-	"proxy_pick_same_rq", "proxy_migrations", "return_migrations", "force_returns",
+	"proxy_pick_same_rq", "proxy_migrations", "return_migrations", "proxy_activates",
 	"sleeping_owner_enqueues", "blocked_waiter_activations", "donor_handoffs",
 	"find_proxy_task_calls", "find_proxy_task_retries", "find_proxy_task_spins", "proxy_resched_idle",
 	"proxy_deactivations", "lock_juggling_retries", "on_cpu_waits", "rt_pushes", "rt_pulls", "audits",

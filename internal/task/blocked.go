@@ -1,96 +1,70 @@
 package task
 
 import (
-	"fmt"
-
+	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/trace"
 )
 
-// The blocked_on state machine (proxy-exec v20..v22: blocked_on plus the
-// tri-state blocked_on_state). All of it is protected by p.BlockedLock
-// (the mutex's wait_lock is also held by writers of blocked_on itself).
+// The blocked state of the reference series (johnstultz-work/linux-dev
+// core.c@014c4be7, include/linux/sched.h@05fab071): two fields.
 //
-// blockedOnTransitions lists every change of blocked_on_state the series
-// allows while blocked_on stays set, with who makes it. A change that is
-// not listed is a protocol violation. Setting blocked_on (NULL -> m,
-// always to BO_BLOCKED) and clearing it (m -> NULL, always to
-// BO_RUNNABLE: acquisition, -EINTR, -EDEADLK) are allowed from any state:
-// the mutex records those with its own events (contend, lock).
-var blockedOnTransitions = [numBOStates][numBOStates]string{
-	BORunnable: {
-		BORunnable: "no change",
-		BOBlocked:  "the waiter itself re-arms after a wake-up or an optimistic spin (__mutex_lock_common)",
-	},
-	BOBlocked: {
-		BOBlocked:  "no change (re-arm while still blocked)",
-		BOWaking:   "unlock choosing it (__mutex_unlock_slowpath), a matched ttwu, proxy_force_return",
-		BORunnable: "ttwu of current or after TASK_WAKING; find_proxy_task when the lock is free and p may run here",
-	},
-	BOWaking: {
-		BOWaking:   "no change",
-		BOBlocked:  "the waiter itself re-arms after failing to take the lock",
-		BORunnable: "ttwu / proxy_needs_return; find_proxy_task when the WAKING task is rq->curr",
-	},
-}
+//   - blocked_on: the lock p waits for, or nil. Written under
+//     p.BlockedLock only (by p itself in the mutex slow path, with the
+//     mutex's wait_lock held too; by the unlocker that picks p, with the
+//     wait_lock held; by ttwu of current, proxy_needs_return and
+//     find_proxy_task, with only p's blocked_lock). A hand-off clears it:
+//     there is no "waking" state any more.
+//   - is_blocked: p went to sleep (try_to_block_task) and nothing has made
+//     it runnable since. Cleared with TASK_RUNNING by ttwu_do_wakeup, and
+//     by find_proxy_task for a link it lets run. __schedule enters
+//     find_proxy_task on it and the chain walk continues while it is set.
+//
+// So a task can be RUNNING with blocked_on set (a waiter woken without a
+// hand-off, back in its wait loop) and is_blocked with blocked_on nil (a
+// donor whose lock was handed over, not run yet); never RUNNING and
+// is_blocked (invariant 31).
 
-const numBOStates = 3
-
-// BOTransitionAllowed reports whether blocked_on_state may change from
-// from to to while blocked_on stays set, and names who makes that change.
-func BOTransitionAllowed(from, to BOState) (who string, ok bool) {
-	if from < 0 || from >= numBOStates || to < 0 || to >= numBOStates {
-		return "", false
-	}
-	who = blockedOnTransitions[from][to]
-	return who, who != ""
-}
-
-// SetBOState changes blocked_on_state while blocked_on stays set (or
-// keeps it BO_RUNNABLE when blocked_on is NULL). p.BlockedLock must be
-// held by c.
-func (p *Task) SetBOState(c *percpu.Ctx, to BOState) { p.setBOState(c, to, true) }
-
-// SetBlockedOn sets blocked_on and its state together: m != nil starts or
-// re-arms a wait (state BO_BLOCKED), m == nil ends it (BO_RUNNABLE).
-// p.BlockedLock must be held (and, in the mutex, m's wait_lock).
-func (p *Task) SetBlockedOn(c *percpu.Ctx, m Lock, to BOState) {
+// SetBlockedOn is __set_task_blocked_on(): p waits for m from now on.
+// p.BlockedLock must be held by c (and, in the mutex, m's wait_lock). A
+// task blocked on another lock is a kernel WARN.
+func (p *Task) SetBlockedOn(c *percpu.Ctx, m Lock) {
 	p.BlockedLock.AssertHeld(c.CPU)
-	if (m == nil) != (to == BORunnable) {
-		panic(fmt.Sprintf("blocked_on: %v: blocked_on %v with state %v", p, m, to))
+	if p.blockedOn != nil && p.blockedOn != m {
+		c.Warn(check.InvMutexMisuse, p.ID, p.String(), "__set_task_blocked_on: %v blocked on %v, set to %v", p, p.blockedOn, m)
 	}
-	// A wait that starts or ends is recorded by the mutex's own event
-	// (contend, lock); a re-arm is a state change like any other.
-	traced := (p.blockedOn == nil) == (m == nil)
 	p.blockedOn = m
-	p.setBOState(c, to, traced)
 }
 
-// setBOState is the one place blocked_on_state is written. The change is
-// checked against blockedOnTransitions (an illegal one panics, which the
-// CPU reports as a broken invariant), traced as EvBOState, and BO_WAKING
-// records when it was set (the audit's WAKING age bound). With
-// blocked_on NULL the only state is BO_RUNNABLE.
-func (p *Task) setBOState(c *percpu.Ctx, to BOState, emit bool) {
+// ClearBlockedOn is __clear_task_blocked_on(p, m): p waits for nothing
+// from now on. m == nil clears whatever is set; with m given, a task
+// blocked on another lock is a kernel WARN (and is cleared anyway, as the
+// kernel does). p.BlockedLock must be held. A clear by another task or
+// path (hand-off, wake-up, find_proxy_task) is traced; the task's own
+// clear on acquisition is the mutex's lock event.
+func (p *Task) ClearBlockedOn(c *percpu.Ctx, m Lock, traced bool) {
 	p.BlockedLock.AssertHeld(c.CPU)
-	from := p.blockedOnState
-	if p.blockedOn == nil {
-		if to != BORunnable {
-			panic(fmt.Sprintf("blocked_on_state: %v set to %v with blocked_on NULL", p, to))
-		}
-	} else if emit {
-		if _, ok := BOTransitionAllowed(from, to); !ok {
-			panic(fmt.Sprintf("blocked_on_state: %v: illegal transition %v -> %v", p, from, to))
-		}
+	old := p.blockedOn
+	if m != nil && old != nil && old != m {
+		c.Warn(check.InvMutexMisuse, p.ID, p.String(), "__clear_task_blocked_on: %v blocked on %v, cleared for %v", p, old, m)
 	}
-	if from == to {
+	if old == nil {
 		return
 	}
-	p.blockedOnState = to
-	if to == BOWaking {
-		p.BOSince = c.Now
-	}
-	if emit {
-		c.Emit(trace.EvBOState, int32(p.ID), int32(from), int32(to), 0)
+	p.blockedOn = nil
+	p.UnblockedAt = c.Now
+	if traced {
+		c.Emit(trace.EvBlockedOnClear, int32(p.ID), int32(old.ID()), 0, 0)
 	}
 }
+
+// IsBlocked returns p->is_blocked. The caller holds the rq lock of
+// task_cpu(p), or is p (current), or — do_activate_blocked_waiter, as in
+// the kernel — only p's pi_lock.
+func (p *Task) IsBlocked() bool { return p.isBlocked }
+
+// SetIsBlocked writes p->is_blocked, with the rq lock of task_cpu(p) held
+// (try_to_block_task, ttwu_do_wakeup, find_proxy_task). Not traced: the
+// sleep, donor-keep and wake events imply it; find_proxy_task traces the
+// clears it makes itself.
+func (p *Task) SetIsBlocked(v bool) { p.isBlocked = v }

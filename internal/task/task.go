@@ -59,24 +59,6 @@ const (
 	OnRQMigrating int32 = 2
 )
 
-// BOState is blocked_on_state (proxy-exec v20..v22).
-type BOState int32
-
-const (
-	BORunnable BOState = iota // may run (blocked_on may still be set while it re-tries the lock)
-	BOBlocked                 // waits for blocked_on; may only be a donor
-	BOWaking                  // chosen by unlock (or woken); must be checked for return migration before it runs
-)
-
-var boNames = [...]string{"BO_RUNNABLE", "BO_BLOCKED", "BO_WAKING"}
-
-func (s BOState) String() string {
-	if int(s) < len(boNames) {
-		return boNames[s]
-	}
-	return fmt.Sprintf("bo(%d)", int32(s))
-}
-
 // Policy is the scheduling policy.
 type Policy uint8
 
@@ -189,9 +171,14 @@ type Task struct {
 	SE SchedEntity
 
 	// BlockedLock guards the proxy-execution fields below.
-	BlockedLock    spinlock.Lock
-	blockedOn      Lock    // protected by BlockedLock (and the mutex's wait_lock for writes)
-	blockedOnState BOState // protected by BlockedLock
+	BlockedLock spinlock.Lock
+	blockedOn   Lock // blocked_on: protected by BlockedLock (see blocked.go for the writers)
+	// isBlocked is is_blocked: written with the rq lock of task_cpu(p)
+	// held (try_to_block_task, ttwu_do_wakeup under pi_lock too,
+	// find_proxy_task); read under that rq lock, by p itself, and by
+	// do_activate_blocked_waiter under p's pi_lock alone (the kernel's
+	// plain read: the race detector checks it).
+	isBlocked bool
 	// blockedDonor is who donates to us right now. Written with the rq
 	// lock of task_cpu(p) held by __schedule and find_proxy_task while p
 	// is queued there, and cleared by p itself in mutex unlock while it
@@ -200,9 +187,9 @@ type Task struct {
 	// on writes the field) is what keeps this a plain field: the race
 	// detector checks it.
 	blockedDonor *Task
-	// BOSince is the clock of the CPU that last set BO_WAKING. Protected
-	// by BlockedLock.
-	BOSince int64
+	// UnblockedAt is the clock of the CPU that last cleared blocked_on.
+	// Protected by BlockedLock.
+	UnblockedAt int64
 	// BlockedHead lists the donors parked on this task while it sleeps
 	// holding a lock (proxy_enqueue_on_owner). Protected by this task's
 	// BlockedLock.
@@ -361,12 +348,6 @@ func (p *Task) BlockedOn(c *spinlock.CPU) Lock {
 	return p.blockedOn
 }
 
-// BlockedOnState returns blocked_on_state; p.BlockedLock must be held.
-func (p *Task) BlockedOnState(c *spinlock.CPU) BOState {
-	p.BlockedLock.AssertHeld(c)
-	return p.blockedOnState
-}
-
 // RemoveFromSleepingOwner is proxy_remove_from_sleeping_owner(): take p
 // off the list of the sleeping owner it is parked on, if any. The owner
 // is read without a lock (data_race(READ_ONCE)) and checked again under
@@ -404,6 +385,6 @@ func (p *Task) SetBlockedDonor(d *Task) { p.blockedDonor = d }
 
 // Peek returns the blocked fields without asserting a lock: only for
 // stop-the-world audits and reports, when every CPU is parked.
-func (p *Task) Peek() (m Lock, s BOState, donor *Task) {
-	return p.blockedOn, p.blockedOnState, p.blockedDonor
+func (p *Task) Peek() (m Lock, isBlocked bool, donor *Task) {
+	return p.blockedOn, p.isBlocked, p.blockedDonor
 }

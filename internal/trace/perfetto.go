@@ -435,10 +435,12 @@ func (x *exporter) instant(e *Event) {
 	case EvParkOnOwner, EvActivate:
 		task()
 		p.argStr("owner", x.name(e.A))
-	case EvBOState:
+	case EvIsBlocked:
 		task()
-		p.argStr("old", boName(e.A))
-		p.argStr("new", boName(e.B))
+		p.argInt("is_blocked", int64(e.A))
+	case EvBlockedOnClear:
+		task()
+		p.argInt("mutex", int64(e.A))
 	case EvIPI:
 		p.argInt("target_cpu", int64(e.A))
 		p.argInt("kind", int64(e.B))

@@ -62,7 +62,7 @@ func scenario() []Event {
 	c0.Emit(pickTime, EvProxyPick, taskOwner, taskDonor, 1, 0)      // cpu0 picks B, runs A
 	c0.Emit(pickTime, EvSwitch, taskOwner, taskOther, taskDonor, 0) // A (proxy for B) from 4.125µs
 	c0.Emit(5000, EvViolation, taskOwner, violateInv, 0, 0)         // something broke
-	c0.Emit(5500, EvBOState, taskDonor, 1, 2, 0)                    // B: BLOCKED -> WAKING
+	c0.Emit(5500, EvBlockedOnClear, taskDonor, testMutex, 0, 0)     // B: blocked_on cleared (hand-off)
 	c0.Emit(5500, EvUnlock, taskOwner, testMutex, taskDonor, 0)     // A hands m7 to B
 	c0.Emit(6000, EvSwitch, taskWeird, taskOwner, taskWeird, 0)     // odd name from 6µs
 	c1.Emit(lastTime, EvWakeRunnable, taskOwner, 0, 0, 0)           // last event: end of trace
@@ -268,9 +268,9 @@ func TestWritePerfetto(t *testing.T) {
 		m[0].Args["from"] != 1.0 || m[0].Args["to"] != 0.0 {
 		t.Errorf("migrate instant %+v", m)
 	}
-	bo := byName["bo_state"]
-	if len(bo) != 1 || bo[0].Args["old"] != "BO_BLOCKED" || bo[0].Args["new"] != "BO_WAKING" {
-		t.Errorf("bo_state instant %+v", bo)
+	bo := byName["blocked_on_clear"]
+	if len(bo) != 1 || bo[0].Args["task"] != "B" || bo[0].Args["mutex"] != float64(testMutex) {
+		t.Errorf("blocked_on_clear instant %+v", bo)
 	}
 	for _, n := range []string{"wake", "contend", "unlock", "wake_runnable", "proxy_pick"} {
 		if len(byName[n]) != 1 {
@@ -383,7 +383,7 @@ func TestAppendMicros(t *testing.T) {
 // bigTrace makes n events of a busy 8-CPU machine.
 func bigTrace(n int) []Event {
 	ev := make([]Event, 0, n)
-	kinds := []Kind{EvSwitch, EvWake, EvLock, EvContend, EvProxyPick, EvSwitch, EvUnlock, EvMigrate, EvBOState, EvTick}
+	kinds := []Kind{EvSwitch, EvWake, EvLock, EvContend, EvProxyPick, EvSwitch, EvUnlock, EvMigrate, EvIsBlocked, EvTick}
 	for i := range n {
 		k := kinds[i%len(kinds)]
 		cpu := int32(i % 8)

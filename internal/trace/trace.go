@@ -11,36 +11,37 @@ type Kind uint8
 
 // Event kinds. Arg meanings are listed per kind.
 const (
-	EvSwitch       Kind = iota // Task=next, A=prev, B=donor
-	EvWake                     // Task=wakee, A=target cpu, B=1 if via wake list
-	EvWakeRunnable             // Task=wakee (ttwu_runnable: still queued)
-	EvMigrate                  // Task, A=from, B=to, C=reason (MigrateReason)
-	EvLock                     // Task, A=mutex
-	EvContend                  // Task, A=mutex, B=owner
-	EvUnlock                   // Task, A=mutex, B=next owner (0: none)
-	EvHandoff                  // Task=new owner, A=mutex, B=1 if donor hand-off
-	EvBlock                    // Task, A=state
-	EvDonorKeep                // Task kept queued as a donor
-	EvProxyPick                // Task=owner run, A=donor, B=chain length
-	EvReschedIdle              // A=donor
-	EvParkOnOwner              // Task=parked waiter, A=owner
-	EvActivate                 // Task=activated waiter, A=owner, B=target cpu
-	EvBOState                  // Task, A=old, B=new
-	EvIPI                      // Task unused, A=target cpu, B=kind
-	EvTick                     // Task=curr, A=donor
-	EvPreempt                  // Task=curr, A=by
-	EvSleep                    // Task, A=duration in us
-	EvExit                     // Task
-	EvViolation                // A=invariant number
-	EvAffinity                 // Task, A=first cpu of new mask
-	EvSetPrio                  // Task, A=prio
-	EvLoadBalance              // Task moved, A=from, B=to
+	EvSwitch         Kind = iota // Task=next, A=prev, B=donor
+	EvWake                       // Task=wakee, A=target cpu, B=1 if via wake list
+	EvWakeRunnable               // Task=wakee (ttwu_runnable: still queued)
+	EvMigrate                    // Task, A=from, B=to, C=reason (MigrateReason)
+	EvLock                       // Task, A=mutex
+	EvContend                    // Task, A=mutex, B=owner
+	EvUnlock                     // Task, A=mutex, B=next owner (0: none)
+	EvHandoff                    // Task=new owner, A=mutex, B=1 if donor hand-off
+	EvBlock                      // Task, A=state
+	EvDonorKeep                  // Task kept queued as a donor
+	EvProxyPick                  // Task=owner run, A=donor, B=chain length
+	EvReschedIdle                // A=donor
+	EvParkOnOwner                // Task=parked waiter, A=owner
+	EvActivate                   // Task=activated waiter, A=owner, B=target cpu
+	EvIsBlocked                  // Task, A=new is_blocked (0/1)
+	EvIPI                        // Task unused, A=target cpu, B=kind
+	EvTick                       // Task=curr, A=donor
+	EvPreempt                    // Task=curr, A=by
+	EvSleep                      // Task, A=duration in us
+	EvExit                       // Task
+	EvViolation                  // A=invariant number
+	EvAffinity                   // Task, A=first cpu of new mask
+	EvSetPrio                    // Task, A=prio
+	EvLoadBalance                // Task moved, A=from, B=to
+	EvBlockedOnClear             // Task, A=mutex (blocked_on cleared by a hand-off, wake-up or find_proxy_task)
 	NumKinds
 )
 
 var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
-	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "bo_state", "ipi", "tick",
-	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance"}
+	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
+	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear"}
 
 func (k Kind) String() string {
 	if k < NumKinds {
@@ -57,14 +58,13 @@ const (
 	ReasonProxy
 	ReasonChain
 	ReasonReturn
-	ReasonForceReturn
 	ReasonActivation
 	ReasonAffinity
 	ReasonWake
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{"load_balance", "proxy", "chain", "return", "force_return", "activation", "affinity", "wake"}
+var reasonNames = [NumReasons]string{"load_balance", "proxy", "chain", "return", "activation", "affinity", "wake"}
 
 func (r MigrateReason) String() string {
 	if r >= 0 && r < NumReasons {
@@ -212,22 +212,12 @@ func (e Event) Format(name func(int32) string) string {
 		return fmt.Sprintf("#%d t=%d cpu%d proxy_pick run %s for donor %s (chain %d)", e.Seq, e.Time, e.CPU, t, name(e.A), e.B)
 	case EvContend:
 		return fmt.Sprintf("#%d t=%d cpu%d contend %s on m%d owned by %s", e.Seq, e.Time, e.CPU, t, e.A, name(e.B))
-	case EvBOState:
-		return fmt.Sprintf("#%d t=%d cpu%d bo_state %s %s -> %s", e.Seq, e.Time, e.CPU, t, boName(e.A), boName(e.B))
+	case EvIsBlocked:
+		return fmt.Sprintf("#%d t=%d cpu%d is_blocked %s = %d", e.Seq, e.Time, e.CPU, t, e.A)
+	case EvBlockedOnClear:
+		return fmt.Sprintf("#%d t=%d cpu%d blocked_on_clear %s (was m%d)", e.Seq, e.Time, e.CPU, t, e.A)
 	case EvParkOnOwner, EvActivate:
 		return fmt.Sprintf("#%d t=%d cpu%d %s %s owner %s", e.Seq, e.Time, e.CPU, e.Kind, t, name(e.A))
 	}
 	return fmt.Sprintf("#%d t=%d cpu%d %s %s a=%d b=%d", e.Seq, e.Time, e.CPU, e.Kind, t, e.A, e.B)
-}
-
-func boName(v int32) string {
-	switch v {
-	case 0:
-		return "BO_RUNNABLE"
-	case 1:
-		return "BO_BLOCKED"
-	case 2:
-		return "BO_WAKING"
-	}
-	return fmt.Sprint(v)
 }
