@@ -50,6 +50,7 @@ const (
 	TTWUKeepsBlocked                // v22's wake path, fixed by v29's is_blocked
 	EarlyActivation                 // finding F1 (model decision 8)
 	ProxyKeepsDonor                 // finding F2 (model decision 5)
+	IsBlockedPlainRead              // finding F4
 	NumBugs
 )
 
@@ -133,6 +134,9 @@ var Catalogue = []Bug{
 	{ProxyKeepsDonor, 0, "proxy-keeps-donor", Finding, "open@014c4be7",
 		"nothing reschedules a CPU whose proxy's donor chain is broken under it: a proxy that releases the lock its donor waits for hands it over and wakes the donor (ttwu_runnable's wakeup_preempt compares the donor with itself), and a wake-up of the donor or of a link of its chain (ttwu_runnable, proxy_needs_return: only a returned donor reschedules) leaves the proxy running on the scheduling context of a donor that is no longer blocked on it",
 		"audit: curr is neither the donor nor the end of its chain, with no reschedule pending (invariant 4)"},
+	{IsBlockedPlainRead, 0, "is-blocked-plain-read", Finding, "open@014c4be7",
+		"do_activate_blocked_waiter reads p->is_blocked holding only p's pi_lock, while try_to_block_task (rq lock only) and sched_ttwu_pending's ttwu_do_wakeup (rq lock only) write it: a plain concurrent read and write (KCSAN's data race). The checks that follow (TASK_WAKING, on_rq, on_cpu) make the decision right either way; the fix is READ_ONCE/WRITE_ONCE",
+		"race detector only (build with -race): DATA RACE between doActivateBlockedWaiter and tryToBlockTask or ttwuDoWakeup"},
 }
 
 // Reference is the kernel code the model follows (docs/kernel-map.md).

@@ -563,7 +563,13 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *task.Task) {
 	w.PiLock.Lock(c.CPU)
 	defer w.PiLock.Unlock(c.CPU)
-	if !w.IsBlocked() || w.State() == task.Waking || w.OnRQ() != task.OnRQNone {
+	blocked := w.IsBlockedOnce()
+	if c.Bug(bugs.IsBlockedPlainRead) {
+		// Finding F4: the kernel's plain read of is_blocked, with only
+		// w's pi_lock held; its writers hold w's rq lock.
+		blocked = w.IsBlocked()
+	}
+	if !blocked || w.State() == task.Waking || w.OnRQ() != task.OnRQNone {
 		return
 	}
 	if c.Bug(bugs.LateActivationOnCPU) {

@@ -59,12 +59,21 @@ func (p *Task) ClearBlockedOn(c *percpu.Ctx, m Lock, traced bool) {
 }
 
 // IsBlocked returns p->is_blocked. The caller holds the rq lock of
-// task_cpu(p), or is p (current), or — do_activate_blocked_waiter, as in
-// the kernel — only p's pi_lock.
+// task_cpu(p), or is p (current).
 func (p *Task) IsBlocked() bool { return p.isBlocked }
 
-// SetIsBlocked writes p->is_blocked, with the rq lock of task_cpu(p) held
+// IsBlockedOnce is READ_ONCE(p->is_blocked), for a reader that holds
+// neither (do_activate_blocked_waiter, under p's pi_lock alone): finding
+// F4's fix. The kernel's plain read is IsBlocked (--bug
+// is-blocked-plain-read), which the race detector reports.
+func (p *Task) IsBlockedOnce() bool { return p.isBlockedOnce.Load() }
+
+// SetIsBlocked writes p->is_blocked (with WRITE_ONCE's mirror for
+// IsBlockedOnce), with the rq lock of task_cpu(p) held
 // (try_to_block_task, ttwu_do_wakeup, find_proxy_task). Not traced: the
 // sleep, donor-keep and wake events imply it; find_proxy_task traces the
 // clears it makes itself.
-func (p *Task) SetIsBlocked(v bool) { p.isBlocked = v }
+func (p *Task) SetIsBlocked(v bool) {
+	p.isBlocked = v
+	p.isBlockedOnce.Store(v)
+}

@@ -174,11 +174,12 @@ type Task struct {
 	BlockedLock spinlock.Lock
 	blockedOn   Lock // blocked_on: protected by BlockedLock (see blocked.go for the writers)
 	// isBlocked is is_blocked: written with the rq lock of task_cpu(p)
-	// held (try_to_block_task, ttwu_do_wakeup under pi_lock too,
-	// find_proxy_task); read under that rq lock, by p itself, and by
-	// do_activate_blocked_waiter under p's pi_lock alone (the kernel's
-	// plain read: the race detector checks it).
-	isBlocked bool
+	// held (try_to_block_task, ttwu_do_wakeup, find_proxy_task); read
+	// under that rq lock or by p itself. isBlockedOnce mirrors it for
+	// do_activate_blocked_waiter, which reads it under p's pi_lock alone
+	// (READ_ONCE: finding F4's fix; the kernel reads the plain field).
+	isBlocked     bool
+	isBlockedOnce atomic.Bool
 	// blockedDonor is who donates to us right now. Written with the rq
 	// lock of task_cpu(p) held by __schedule and find_proxy_task while p
 	// is queued there, and cleared by p itself in mutex unlock while it

@@ -1,0 +1,47 @@
+package cpu
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proxysim/proxysim/internal/bugs"
+)
+
+// Finding F4 (docs/findings.md): the kernel's plain read of is_blocked in
+// do_activate_blocked_waiter, under the waiter's pi_lock alone, races with
+// its writers, which hold only the rq lock. With --bug
+// is-blocked-plain-read the race detector reports it; the fixed form
+// (READ_ONCE) is what every other -race test and soak runs.
+func TestFindingIsBlockedPlainReadIsARace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a -race child: not in -short")
+	}
+	text := runMutantChild(t, "TestFindingChildIsBlockedPlainRead", true)
+	if !strings.Contains(text, "WARNING: DATA RACE") {
+		t.Fatalf("the race detector did not report the plain is_blocked read:\n%s", tail(text, 3000))
+	}
+	if !strings.Contains(text, "doActivateBlockedWaiter") || !strings.Contains(text, "IsBlocked") {
+		t.Fatalf("a race was reported, but not the is_blocked read of do_activate_blocked_waiter:\n%s", tail(text, 3000))
+	}
+}
+
+// TestFindingChildIsBlockedPlainRead runs only as the -race child of
+// TestFindingIsBlockedPlainReadIsARace: the stress workload on 64 CPUs
+// with the kernel's read.
+func TestFindingChildIsBlockedPlainRead(t *testing.T) {
+	if os.Getenv("PROXYSIM_MUTANT_CHILD") == "" {
+		t.Skip("only run as a child of TestFindingIsBlockedPlainReadIsARace")
+	}
+	cfg := DefaultConfig()
+	cfg.CPUs, cfg.SimTime, cfg.Seed = 64, 1 << 40, 7
+	cfg.WallLimit = 120 * time.Second
+	cfg.Bugs = cfg.Bugs.With(bugs.IsBlockedPlainRead)
+	m := newWorkloadMachine(t, cfg, "stress", 128)
+	m.Run()
+	if vs := m.Rep.Violations(); len(vs) > 0 {
+		t.Fatalf("no race reported: the run stopped first at a violation: %v", vs[0])
+	}
+	t.Log("no race reported: the child ran to its end")
+}
