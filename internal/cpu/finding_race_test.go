@@ -28,17 +28,20 @@ func TestFindingIsBlockedPlainReadIsARace(t *testing.T) {
 }
 
 // TestFindingChildIsBlockedPlainRead runs only as the -race child of
-// TestFindingIsBlockedPlainReadIsARace: the stress workload on 64 CPUs
-// with the kernel's read.
+// TestFindingIsBlockedPlainReadIsARace: the stress workload on the
+// default 256 CPUs with the kernel's read (proxysim stress --bug
+// is-blocked-plain-read, seed 7, reports it after about 20 s of wall time
+// under -race on a 2-core machine).
 func TestFindingChildIsBlockedPlainRead(t *testing.T) {
 	if os.Getenv("PROXYSIM_MUTANT_CHILD") == "" {
 		t.Skip("only run as a child of TestFindingIsBlockedPlainReadIsARace")
 	}
 	cfg := DefaultConfig()
-	cfg.CPUs, cfg.SimTime, cfg.Seed = 64, 1 << 40, 7
-	cfg.WallLimit = 120 * time.Second
+	cfg.CPUs, cfg.SimTime, cfg.Seed = 256, 1<<40, 7
+	cfg.ShuffleEvery = 20_000_000 // the stress command's --shuffle-interval
+	cfg.WallLimit = 180 * time.Second
 	cfg.Bugs = cfg.Bugs.With(bugs.IsBlockedPlainRead)
-	m := newWorkloadMachine(t, cfg, "stress", 128)
+	m := newWorkloadMachine(t, cfg, "stress", 512)
 	m.Run()
 	if vs := m.Rep.Violations(); len(vs) > 0 {
 		t.Fatalf("no race reported: the run stopped first at a violation: %v", vs[0])
