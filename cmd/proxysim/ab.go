@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"runtime"
 	"sort"
@@ -567,6 +566,5 @@ func calibrate(stdout, stderr io.Writer) (int, error) {
 	fmt.Fprintf(stdout, "cost model: %s\n", c)
 	fmt.Fprintf(stdout, "flags: --cost-switch %.0f --cost-migration %.0f --cost-ipi %.0f --cost-lock %.0f --cost-lock-contended %.0f --cost-juggle %.0f --cost-fpt-step %.0f\n",
 		c.ContextSwitch, c.Migration, c.IPI, c.LockAcquire, c.LockContended, c.JuggleRetry, c.FPTStep)
-	_ = os.Stdout
 	return exitOK, nil
 }

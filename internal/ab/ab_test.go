@@ -67,6 +67,10 @@ func TestCompareAndCellText(t *testing.T) {
 	if got := cellText(r, imp, 54.18); got != "1.00 [  0.00](54.18)" {
 		t.Errorf("baseline, higher is better: %q", got)
 	}
+	r, imp = Compare(0, 0, false) // both zero (a p99 wake-up latency of 0): equal
+	if got := cellText(r, imp, 0); got != "1.00 [ -0.00]( 0.00)" {
+		t.Errorf("0 vs 0: %q", got)
+	}
 	r, imp = Compare(0.5, 1, false) // half the time: 50% better
 	if r != 0.5 || imp != 50 {
 		t.Errorf("Compare(0.5, 1, lower) = %v %v, want 0.5 50", r, imp)

@@ -33,11 +33,11 @@ var (
 		value: func(b *sim.BenchFigures) (float64, bool) { return b.RequestsPerSec, b.Requests > 0 }}
 	mWakeupP99 = Metric{Name: "wakeup_p99", Units: "Normalized 99th percentile wake-up latency in us", Stat: Median,
 		value: func(b *sim.BenchFigures) (float64, bool) {
-			return float64(b.P99WakeupLatencyNs) / 1e3, b.Requests > 0 && b.P99WakeupLatencyNs > 0
+			return float64(b.P99WakeupLatencyNs) / 1e3, b.Requests > 0
 		}}
 	mRequestP99 = Metric{Name: "request_p99", Units: "Normalized 99th percentile request latency in us", Stat: Median,
 		value: func(b *sim.BenchFigures) (float64, bool) {
-			return float64(b.P99RequestLatencyNs) / 1e3, b.Requests > 0 && b.P99RequestLatencyNs > 0
+			return float64(b.P99RequestLatencyNs) / 1e3, b.Requests > 0
 		}}
 	mRPS = Metric{Name: "rps", Units: "Normalized requests per second", HigherBetter: true, Stat: AMean,
 		value: func(b *sim.BenchFigures) (float64, bool) { return b.RequestsPerSec, b.Requests > 0 }}

@@ -99,9 +99,14 @@ func CV(xs []float64) float64 {
 // Compare normalises v to the baseline base: the ratio v/base and the
 // percent improvement, positive when v is better (higher when
 // higherBetter, else lower). The reports print the baseline's own
-// improvement as -0.00 when lower is better; so does this.
+// improvement as -0.00 when lower is better; so does this. Equal values
+// compare as 1.00 even when both are zero (a wake-up latency of 0: an
+// idle CPU took the wake-up at once); v over a zero base is +Inf.
 func Compare(v, base float64, higherBetter bool) (ratio, pctImp float64) {
 	ratio = v / base
+	if v == base {
+		ratio = 1
+	}
 	if higherBetter {
 		return ratio, (ratio - 1) * 100
 	}
