@@ -70,8 +70,8 @@ func (t *Table) WritePNG(w io.Writer) error {
 		p.Add(line, points, bars)
 		p.Legend.Add(t.Spec.Configs[ci], line, points)
 	}
-	p.Legend.Top = true
-	wt, err := p.WriterTo(6*vg.Inch, 3.5*vg.Inch, "png")
+	p.Legend.Top, p.Legend.Left = true, true
+	wt, err := p.WriterTo(5.5*vg.Inch, 3.2*vg.Inch, "png")
 	if err != nil {
 		return err
 	}
