@@ -40,6 +40,31 @@ func (o onOff) Set(s string) error {
 	return nil
 }
 
+// proxyLevel is the --proxy-exec value: off, single-rq, full (on and the
+// other on|off spellings still work: on is full).
+type proxyLevel struct{ o *sim.Options }
+
+func (l proxyLevel) String() string {
+	if l.o == nil {
+		return sim.LevelFull
+	}
+	return l.o.ProxyLevel()
+}
+
+func (l proxyLevel) Set(s string) error {
+	s = strings.ToLower(s)
+	switch s {
+	case "true", "1", "yes":
+		s = "on"
+	case "false", "0", "no":
+		s = "off"
+	}
+	if !l.o.SetProxyLevel(s) {
+		return fmt.Errorf("want off, single-rq or full (on), not %q", s)
+	}
+	return nil
+}
+
 // listFlag collects a repeatable flag.
 type listFlag struct{ v *[]string }
 
@@ -116,7 +141,7 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.IntVar(&mf.o.CPUs, "cpus", def.CPUs, "number of simulated CPUs (1-1024)")
 	fs.StringVar(&mf.o.Topology, "topology", "", "machine shape SOCKETSs-LLCSllc-CORESc-THREADSt, counts per parent, e.g. 2s-8llc-8c-2t (256 CPUs, the default for 256); sets --cpus when --cpus is not given")
 	fs.IntVar(&mf.o.Tasks, "tasks", def.Tasks, "tasks of a built-in workload (0: the workload's default, about 2 per CPU)")
-	fs.StringVar(&mf.o.Workload, "workload", def.Workload, "built-in workload (mixed, locktorture, pi, stress) or a scenario file (JSON)")
+	fs.StringVar(&mf.o.Workload, "workload", def.Workload, "built-in workload (mixed, locktorture, pi, stress), a benchmark with parameters (hackbench, tbench, netperf, schbench; e.g. hackbench:groups=4,loops=10; see 'proxysim ab --help'), or a scenario file (JSON)")
 	if mf.simTimeForever {
 		fs.DurationVar(&mf.o.SimTime, "sim-time", 0, "virtual time to simulate (0: until --duration or a signal)")
 	} else {
@@ -125,7 +150,7 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.DurationVar(&mf.o.Duration, "duration", def.Duration, "wall-clock cap (0: none); the run stops cleanly when it passes")
 	fs.Var(&mf.seed, "seed", "random seed (printed before the run; random when absent)")
 	fs.BoolVar(&mf.json, "json", false, "print the summary as one JSON object on stdout")
-	fs.Var(onOff{&mf.o.Proxy}, "proxy-exec", "proxy execution on|off (the sched_proxy_exec boot argument)")
+	fs.Var(proxyLevel{&mf.o}, "proxy-exec", "proxy execution off|single-rq|full (on = full): off is the sched_proxy_exec boot argument off, single-rq upstream's same-runqueue proxying (proxy_deactivate otherwise), full the whole series")
 	fs.Var(onOff{&mf.o.SleepingOwners}, "sleeping-owners", "full-series sleeping-owner parking on|off (off: proxy_deactivate)")
 	fs.Var(listFlag{&mf.bugNames}, "bug", "switch a catalogued bug back on (repeatable; see 'proxysim bugs')")
 	fs.DurationVar(&mf.o.Tick, "tick", def.Tick, "virtual scheduler tick")

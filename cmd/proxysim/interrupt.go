@@ -29,6 +29,7 @@ type interruption struct {
 	stop    func()
 	stopped bool
 	done    chan struct{}
+	exited  chan struct{} // closed when the watcher goroutine returns
 	release func()
 }
 
@@ -36,8 +37,9 @@ type interruption struct {
 // one line it prints). Call close when the command is done.
 func watchInterrupts(stderr io.Writer, what string) *interruption {
 	ch, release := notifyInterrupts()
-	in := &interruption{done: make(chan struct{}), release: release}
+	in := &interruption{done: make(chan struct{}), exited: make(chan struct{}), release: release}
 	go func() {
+		defer close(in.exited)
 		var s os.Signal
 		select {
 		case s = <-ch:
@@ -91,9 +93,13 @@ func (in *interruption) interrupted() bool { return in.signal() != nil }
 // signal's number.
 func (in *interruption) exitCode() int { return signalExitCode(in.signal()) }
 
+// close stops watching and waits for the watcher: a signal that came
+// just before the command ended may still be printing its line, and the
+// command's caller reads stderr next (TestInterrupt's buffer under -race).
 func (in *interruption) close() {
 	close(in.done)
 	in.release()
+	<-in.exited
 }
 
 func signalExitCode(s os.Signal) int {

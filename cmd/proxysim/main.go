@@ -6,6 +6,7 @@
 //	proxysim stress  [flags]   race hunting: jitter, stutter, affinity shuffles
 //	proxysim bugs    [--json]  the catalogue of known proxy-execution bugs (--hunt)
 //	proxysim explore [flags]   many short deterministic runs, stop at the first failure
+//	proxysim ab      [flags]   A/B benchmark tables: proxy execution off / single-rq / full
 //	proxysim replay  REPORT    rerun a report's command, check the same violation
 //	proxysim shrink  REPORT    shrink a deterministic failure to a small scenario file
 //	proxysim version
@@ -58,6 +59,7 @@ func init() {
 		{"bugs", "list the catalogue of known proxy-execution bugs (--json); --hunt measures time to detection", cmdBugs},
 		{"explore", "schedule exploration: many short deterministic runs in parallel, stop at the first failure", cmdExplore},
 		{"shrink", "shrink a deterministic failure to a small scenario file that still fails the same way", cmdShrink},
+		{"ab", "A/B benchmark tables (hackbench, tbench, netperf, schbench) for proxy-exec off / single-rq / full, with the counts behind them", cmdAB},
 		{"replay", "run a failure report's command again and check it hits the same violation at the same event", cmdReplay},
 		{"version", "print the version", cmdVersion},
 	}

@@ -162,10 +162,11 @@ func (cp *CPU) opWait(p *task.Task, op *task.Op) {
 	c := cp.c
 	ex := &p.Exec
 	if ex.Phase == 0 {
+		cp.endRequest(p)
 		// wait_for_completion: consume a completion or sleep for one.
 		p.CompLock.Lock(c.CPU)
 		if p.CompDone > 0 {
-			p.CompDone--
+			cp.consumeCompletion(p)
 			p.CompLock.Unlock(c.CPU)
 			ex.PC++
 			return
@@ -179,12 +180,33 @@ func (cp *CPU) opWait(p *task.Task, op *task.Op) {
 	ex.Phase = 0 // woken: look again
 	p.CompLock.Lock(c.CPU)
 	if p.CompDone > 0 {
-		p.CompDone--
+		cp.consumeCompletion(p)
 		p.CompLock.Unlock(c.CPU)
 		ex.PC++
 		return
 	}
 	p.CompLock.Unlock(c.CPU)
+}
+
+// consumeCompletion takes one completion of p (CompLock held) and starts
+// the request it stands for. Bookkeeping only: no event, no random draw.
+func (cp *CPU) consumeCompletion(p *task.Task) {
+	p.CompDone--
+	p.Stats.Requests++
+	p.Exec.ReqStart = cp.c.Now
+	if len(p.CompAt) > 0 {
+		p.Exec.ReqStart = p.CompAt[0]
+		p.CompAt = p.CompAt[:copy(p.CompAt, p.CompAt[1:])]
+	}
+}
+
+// endRequest closes the request p was serving, if any: its latency runs
+// from the complete() that began it to now.
+func (cp *CPU) endRequest(p *task.Task) {
+	if p.Exec.ReqStart > 0 {
+		p.Stats.ReqLatency.Add(cp.c.Now - p.Exec.ReqStart)
+		p.Exec.ReqStart = 0
+	}
 }
 
 // opWake is complete() of the target task.
@@ -195,6 +217,9 @@ func (cp *CPU) opWake(p *task.Task, op *task.Op) {
 	if t != nil && t != p {
 		t.CompLock.Lock(c.CPU)
 		t.CompDone++
+		if len(t.CompAt) < task.MaxCompAt {
+			t.CompAt = append(t.CompAt, c.Now)
+		}
 		t.CompLock.Unlock(c.CPU)
 		m.tryToWakeUp(c, t, task.WakeInterruptible)
 	}
@@ -333,6 +358,8 @@ func (cp *CPU) exit(p *task.Task) {
 		cp.unlock(p, ex.Held[len(ex.Held)-1])
 	}
 	ex.Exited = true
+	cp.endRequest(p)
+	p.Stats.ExitAt = cp.c.Now
 	p.SetState(task.Dead)
 	cp.c.Inc(stats.Exits)
 	cp.c.Emit(trace.EvExit, int32(p.ID), 0, 0, 0)

@@ -31,6 +31,7 @@ type Config struct {
 	SimTime        int64 // virtual ns to run
 	Proxy          bool  // sched_proxy_exec
 	SleepingOwners bool  // [full] sleeping-owner parking (else proxy_deactivate)
+	ProxySingleRQ  bool  // upstream's single-runqueue proxying: no proxy migration (proxy_deactivate)
 	Bugs           bugs.Set
 	Seed           uint64
 	RingSize       int   // flight-recorder events per CPU
@@ -170,7 +171,7 @@ func New(cfg Config) (*Machine, error) {
 			lc.Hooks = cfg.Hooks(i)
 		}
 		c := &percpu.Ctx{CPU: lc, Trace: m.Log.Rings[i], Stats: st,
-			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(i)*0x9e3779b97f4a7c15+1)), Proxy: cfg.Proxy, Bugs: cfg.Bugs,
+			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(i)*0x9e3779b97f4a7c15+1)), Proxy: cfg.Proxy, ProxySingleRQ: cfg.ProxySingleRQ, Bugs: cfg.Bugs,
 			OnWarn: m.warn}
 		cp := &CPU{m: m, id: i, rq: r, c: c, kick: make(chan struct{}, 1), nextTick: cfg.Tick}
 		cp.timerLock.Init(spinlock.ClassTimer, i)

@@ -22,6 +22,10 @@ type Ctx struct {
 	Rand *rand.Rand
 	// Proxy is the sched_proxy_exec static key.
 	Proxy bool
+	// ProxySingleRQ is --proxy-exec single-rq: upstream's same-runqueue
+	// proxying only; find_proxy_task deactivates a donor whose owner is on
+	// another CPU instead of migrating it (proxy_deactivate).
+	ProxySingleRQ bool
 	// Bugs are the catalogue bugs switched back on.
 	Bugs bugs.Set
 	// OnWarn receives the invariant violations that the model's own

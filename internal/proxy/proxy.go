@@ -221,6 +221,9 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				return done(ReschedIdle(c, r))
 			}
 			act = actMigrate
+			if c.ProxySingleRQ { // issue 18, --proxy-exec single-rq: upstream does not migrate; proxy_deactivate(rq, donor)
+				act = actDeactivate
+			}
 			p.BlockedLock.Unlock(c.CPU)
 			wl.Unlock(c.CPU)
 			goto out

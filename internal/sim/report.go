@@ -104,7 +104,11 @@ func WritePreamble(path string, seed uint64, cmdline string) error {
 
 // FormatSummary prints the human summary.
 func FormatSummary(w io.Writer, s *Summary) {
-	fmt.Fprintf(w, "proxysim: workload %s, seed %d, %d CPUs (%s), %d tasks, proxy execution %s\n", s.Workload, s.Seed, s.CPUs, s.Topology, s.Tasks, onOff(s.ProxyExec))
+	level := onOff(s.ProxyExec)
+	if s.ProxyLevel == LevelSingleRQ {
+		level = LevelSingleRQ
+	}
+	fmt.Fprintf(w, "proxysim: workload %s, seed %d, %d CPUs (%s), %d tasks, proxy execution %s\n", s.Workload, s.Seed, s.CPUs, s.Topology, s.Tasks, level)
 	if len(s.Bugs) > 0 {
 		fmt.Fprintf(w, "  bugs switched on: %s\n", strings.Join(s.Bugs, ", "))
 	}
@@ -130,6 +134,16 @@ func FormatSummary(w io.Writer, s *Summary) {
 		c := s.Counters
 		fmt.Fprintf(w, "  proxy             picks %d, proxy_migrate_task calls %d, proxy_needs_return dequeues %d, proxy_activate wake-ups %d,\n", c["proxy_pick_same_rq"], c["proxy_migrations"], c["return_migrations"], c["proxy_activates"])
 		fmt.Fprintf(w, "                    parked on sleeping owners %d, activated %d, donor hand-offs %d, resched idle %d\n", c["sleeping_owner_enqueues"], c["blocked_waiter_activations"], c["donor_handoffs"], c["proxy_resched_idle"])
+	}
+	if b := s.Bench; b != nil {
+		fmt.Fprintf(w, "  benchmark         %s case %d:", b.Bench, b.Case)
+		switch {
+		case b.Kind == "finish" && b.Finished:
+			fmt.Fprintf(w, " time to finish %s,", fmtNs(b.TimeNs))
+		case b.Kind == "finish":
+			fmt.Fprintf(w, " NOT FINISHED within the virtual time,")
+		}
+		fmt.Fprintf(w, " %d requests (%.0f/s), wake-up p99 %s, request p99 %s\n", b.Requests, b.RequestsPerSec, FormatBound(b.P99WakeupLatencyNs), FormatBound(b.P99RequestLatencyNs))
 	}
 	fmt.Fprintf(w, "  groups (p99: the top of its histogram bucket, so \"<=\"):\n")
 	fmt.Fprintf(w, "    %-10s %5s  %-10s  %-12s %-10s  %-12s %s\n", "GROUP", "TASKS", "RUNTIME", "WAIT P99", "WAIT MAX", "WAKEUP P99", "WAKEUP MAX")

@@ -30,15 +30,20 @@ type Options struct {
 	Seed           uint64
 	Proxy          bool
 	SleepingOwners bool
-	Bugs           bugs.Set
-	Tick           time.Duration
-	Epoch          time.Duration
-	AuditEvery     int
-	RingSize       int
-	HangTimeout    time.Duration
-	WakingBound    time.Duration
-	Hooks          func(cpu int) spinlock.Hooks
-	OnEpoch        func(m *cpu.Machine, horizon int64)
+	// ProxySingleRQ (with Proxy) is --proxy-exec single-rq: proxying only
+	// when the owner is on the donor's runqueue, as upstream Linux has it;
+	// a donor whose owner is elsewhere or asleep is deactivated. It
+	// implies no sleeping-owner parking.
+	ProxySingleRQ bool
+	Bugs          bugs.Set
+	Tick          time.Duration
+	Epoch         time.Duration
+	AuditEvery    int
+	RingSize      int
+	HangTimeout   time.Duration
+	WakingBound   time.Duration
+	Hooks         func(cpu int) spinlock.Hooks
+	OnEpoch       func(m *cpu.Machine, horizon int64)
 	// OnSetup, if set, is told how many of the scenario's tasks Build has
 	// created (every few thousand, and at the end).
 	OnSetup func(done, total int)
@@ -67,6 +72,9 @@ func Defaults() Options {
 
 // IsBuiltin says whether name is a built-in workload (not a file).
 func IsBuiltin(name string) bool {
+	if workload.IsBenchmark(name) {
+		return true
+	}
 	for _, b := range workload.BuiltinNames() {
 		if b == name {
 			return true
@@ -78,6 +86,9 @@ func IsBuiltin(name string) bool {
 // LoadScenario resolves a workload name or file. A scenario file without
 // a name is named after the file.
 func LoadScenario(name string, cpus, tasks int) (*workload.Scenario, error) {
+	if workload.IsBenchmark(name) {
+		return workload.Benchmark(name)
+	}
 	if s, err := workload.Builtin(name, cpus, tasks); err == nil {
 		return s, nil
 	}
@@ -160,6 +171,9 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.SimTime = int64(o.SimTime)
 	cfg.Proxy = o.Proxy
 	cfg.SleepingOwners = o.SleepingOwners
+	if o.Proxy && o.ProxySingleRQ {
+		cfg.ProxySingleRQ, cfg.SleepingOwners = true, false
+	}
 	cfg.Bugs = o.Bugs
 	cfg.Seed = o.Seed
 	cfg.AuditEvery = o.AuditEvery
@@ -185,6 +199,20 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		o.Jitter, o.Stutter = 0, 0
 	}
 	run := &Run{Opts: o, Scenario: sc, done: make(chan struct{})}
+	if sc.Merit != nil && sc.Merit.Kind == workload.MeritFinish {
+		// A benchmark that finishes (hackbench) stops the run when its
+		// last task has exited: the rest would be idle time.
+		prev := cfg.OnEpoch
+		ntask := uint64(sc.NumTasks())
+		cfg.OnEpoch = func(m *cpu.Machine, h int64) {
+			if prev != nil {
+				prev(m, h)
+			}
+			if stats.Sum(m.Stats, stats.Exits) >= ntask {
+				m.Stop(StopAllExited)
+			}
+		}
+	}
 	if o.Jitter > 0 {
 		run.Jitter = inject.NewJitter(o.Jitter, o.JitterDelay, o.Seed, o.CPUs)
 		if cfg.Hooks == nil {
@@ -268,6 +296,7 @@ type Summary struct {
 	Tasks                 int                     `json:"tasks"`
 	Workload              string                  `json:"workload"`
 	ProxyExec             bool                    `json:"proxy_exec"`
+	ProxyLevel            string                  `json:"proxy_level"` // off, single-rq or full
 	Bugs                  []string                `json:"bugs"`
 	SimTimeNs             int64                   `json:"sim_time_ns"`
 	WallTimeNs            int64                   `json:"wall_time_ns"`
@@ -289,6 +318,8 @@ type Summary struct {
 	Events                uint64                  `json:"events"`
 	ScheduleSteps         uint64                  `json:"schedule_steps,omitempty"`
 	LockOrderEdges        []string                `json:"lock_order_edges"`
+	// Bench holds a benchmark workload's figures of merit (nil for others).
+	Bench *BenchFigures `json:"bench,omitempty"`
 }
 
 // Summarize reads the stopped machine.
@@ -300,6 +331,7 @@ func (r *Run) Summarize() *Summary {
 		Counters: map[string]uint64{}, MigrationsByReason: map[string]uint64{}, ChainLength: map[string]uint64{},
 		Groups: map[string]GroupSummary{}, StopReason: m.StopReason(),
 		Deterministic: m.Deterministic(), Events: m.EventCount(), ScheduleSteps: m.ScheduleSteps(),
+		ProxyLevel: r.Opts.ProxyLevel(),
 	}
 	if s.Deterministic {
 		s.Strategy = r.Opts.Strategy
@@ -380,6 +412,7 @@ func (r *Run) Summarize() *Summary {
 		a.g.P99WakeupLatencyNs = a.lat.QuantileBound(0.99)
 		s.Groups[g.Name] = a.g
 	}
+	s.Bench = benchFigures(r.Scenario, m.Tasks(), s.SimTimeNs)
 	for _, e := range m.Dep.Edges() {
 		s.LockOrderEdges = append(s.LockOrderEdges, e[0].String()+" -> "+e[1].String())
 	}

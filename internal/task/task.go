@@ -224,6 +224,10 @@ type Task struct {
 	// instructions so that a wake before the wait is not lost.
 	CompLock spinlock.Lock
 	CompDone int
+	// CompAt holds the waker's clock at each complete() not yet consumed,
+	// oldest first (at most MaxCompAt; later ones are not timed): the
+	// start of a request for the request latency of the wait instruction.
+	CompAt []int64
 
 	// Exec is the task's own execution state: touched only by the CPU that
 	// runs the task.
@@ -242,7 +246,18 @@ type TaskStats struct {
 	Contended   uint64
 	Wakeups     uint64
 	Switches    uint64
+	// Requests counts completions consumed by the wait instruction;
+	// ReqLatency is, per consumed completion, the time from its
+	// complete() to the task's next wait (or exit): how long the request
+	// it stood for took to serve. ExitAt is the clock at do_exit (0: the
+	// task has not exited). Benchmarks' figures of merit come from these.
+	Requests   uint64
+	ReqLatency stats.Hist
+	ExitAt     int64
 }
+
+// MaxCompAt bounds Task.CompAt.
+const MaxCompAt = 4096
 
 // ExecState is the program counter and friends of a task's program.
 type ExecState struct {
@@ -257,6 +272,7 @@ type ExecState struct {
 	Exited    bool
 	TimerCPU  int    // CPU whose timer list holds our sleep timer, -1 if none
 	TimerID   uint64 // that timer's id
+	ReqStart  int64  // when the request being served began (its complete()); 0: none
 }
 
 // New returns a task with the given id and name, fair at nice 0, allowed

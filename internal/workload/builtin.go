@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/proxysim/proxysim/internal/task"
 )
@@ -63,7 +64,10 @@ func Builtin(name string, cpus, ntasks int) (*Scenario, error) {
 	case "stress":
 		return stress(cpus, ntasks), nil
 	}
-	return nil, fmt.Errorf("unknown workload %q (built-in: %s; or a scenario file)", name, joinNames())
+	if IsBenchmark(name) {
+		return Benchmark(name)
+	}
+	return nil, fmt.Errorf("unknown workload %q (built-in: %s; benchmarks: %s; or a scenario file)", name, joinNames(), strings.Join(BenchmarkNames(), ", "))
 }
 
 // BuiltinNames lists the built-in workloads.

@@ -57,6 +57,9 @@ type Scenario struct {
 	Topology string
 	Mutexes  []string
 	Groups   []Group
+	// Merit, for a benchmark workload (Benchmark), says what its figure
+	// of merit measures; nil for every other workload.
+	Merit *Merit
 	// Source is where a scenario file was read (nil for built-ins), for
 	// errors that Plan finds; not part of the scenario's meaning.
 	Source *Source
@@ -129,6 +132,13 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 							return nil, fmt.Errorf("groups[%d] (%s).program[%d]: $self lock but the scenario has no mutexes", gi, g.Name, k)
 						}
 						o.Mutex = i % len(s.Mutexes)
+					case MutexIndexPlus:
+						k := i
+						if o.Count > 0 {
+							k = i % o.Count
+						}
+						o.Mutex += k
+						o.Count = 0
 					}
 				}
 				if op.TargetGroup >= 0 {

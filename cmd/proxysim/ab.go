@@ -1,0 +1,570 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/proxysim/proxysim/internal/ab"
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/conductor"
+	"github.com/proxysim/proxysim/internal/sim"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/topology"
+	"github.com/proxysim/proxysim/internal/workload"
+)
+
+const abUsage = `Usage: proxysim ab [flags]
+
+A/B benchmark tables in the format of the proxy-execution series' test
+reports. Runs a benchmark workload (--workload hackbench|tbench|netperf|
+schbench, with parameters after a colon) for every case (--cases: the
+benchmark's groups, clients or workers) and every configuration (--configs,
+separated by ';': a proxy-execution level off|single-rq|full, optionally
+followed by +BUG for catalogued bugs, e.g. "off;single-rq;full;full+cpu-before-on-rq")
+over --seeds seeds, as deterministic runs (exact timing), in parallel up to
+the host's cores. Prints, per case, each configuration's statistic
+normalised to the first configuration: ratio [percent improvement](CV),
+then the raw statistic, the cost-adjusted table and the counts per
+operation that explain the differences.
+
+--out FILE keeps every run's result (JSON, rewritten via a temporary file
+as runs finish); run again with the same --out to resume: results already
+in it are not rerun. --format json prints the table and every per-seed
+value; --plot FILE.png draws the percent improvement per case with the CV
+as error bars. --calibrate derives the cost model from perf bench.
+
+Benchmarks and their parameters:
+%s
+Flags:
+`
+
+type abFlags struct {
+	workload   string
+	cases      string
+	configs    string
+	seeds      int
+	seed       uint64
+	cpus       int
+	topology   string
+	simTime    time.Duration
+	strategy   string
+	metric     string
+	stat       string
+	format     string
+	out        string
+	plot       string
+	jobs       int
+	quiet      bool
+	calibrate  bool
+	auditEvery int
+	cost       ab.Cost
+	set        map[string]bool
+}
+
+// abConfig is one column of the table: a proxy-execution level and bugs.
+type abConfig struct {
+	name  string
+	level string
+	bugs  bugs.Set
+}
+
+func parseABConfigs(s string) ([]abConfig, error) {
+	var out []abConfig
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		fields := strings.Split(part, "+")
+		c := abConfig{name: part, level: strings.TrimSpace(fields[0])}
+		var o sim.Options
+		if !o.SetProxyLevel(c.level) {
+			return nil, fmt.Errorf("config %q: proxy-exec level %q: want off, single-rq or full", part, c.level)
+		}
+		c.level = o.ProxyLevel()
+		var names []string
+		for _, b := range fields[1:] {
+			names = append(names, strings.TrimSpace(b))
+		}
+		bs, err := bugs.Parse(names)
+		if err != nil {
+			return nil, fmt.Errorf("config %q: %v", part, err)
+		}
+		if bs != 0 && c.level == sim.LevelOff {
+			return nil, fmt.Errorf("config %q: bugs need proxy execution (single-rq or full)", part)
+		}
+		c.bugs = bs
+		if seen[part] {
+			return nil, fmt.Errorf("config %q given twice", part)
+		}
+		seen[part] = true
+		out = append(out, c)
+	}
+	if len(out) < 2 {
+		return nil, fmt.Errorf("want at least two configs separated by ';', not %q", s)
+	}
+	return out, nil
+}
+
+func parseCases(s string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("case %q: want a positive integer", part)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("case %d given twice", n)
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no cases in %q", s)
+	}
+	return out, nil
+}
+
+func defaultCases(bench string) string {
+	switch bench {
+	case "tbench", "netperf":
+		return "1,2,4,8,16,32,64"
+	}
+	return "1,2,4,8,16"
+}
+
+func cmdAB(args []string, stdout, stderr io.Writer) (int, error) {
+	usage := fmt.Sprintf(abUsage, workload.BenchmarkHelp())
+	fs := newFlagSet("ab", usage, stderr)
+	var f abFlags
+	def := ab.DefaultCost()
+	fs.StringVar(&f.workload, "workload", "hackbench", "benchmark and parameters but the case's: hackbench, tbench, netperf, schbench (e.g. hackbench:loops=20)")
+	fs.StringVar(&f.cases, "cases", "", "comma-separated values of the benchmark's case parameter (groups, clients, workers); default 1,2,4,8,16 (tbench, netperf: up to 64)")
+	fs.StringVar(&f.configs, "configs", "off;single-rq;full", "';'-separated configs, the first the baseline: LEVEL[+BUG...] with LEVEL off|single-rq|full")
+	fs.IntVar(&f.seeds, "seeds", 5, "seeds per case and config (1-1000)")
+	fs.Uint64Var(&f.seed, "seed", 1, "first seed")
+	fs.IntVar(&f.cpus, "cpus", 32, "simulated CPUs (1-1024)")
+	fs.StringVar(&f.topology, "topology", "", "machine shape (see proxysim run --help); sets --cpus when --cpus is not given")
+	fs.DurationVar(&f.simTime, "sim-time", 0, "virtual time per run (default: 1s for hackbench, which stops when it finishes; 50ms for the others)")
+	fs.StringVar(&f.strategy, "strategy", "time", "deterministic strategy: time (exact timing), random, pct:D")
+	fs.StringVar(&f.metric, "metric", "", "figure of merit (default: the benchmark's; schbench: wakeup_p99, request_p99 or rps)")
+	fs.StringVar(&f.stat, "stat", "", "statistic over seeds: AMean, HMean or Median (default: the reports' for the benchmark)")
+	fs.StringVar(&f.format, "format", "text", "table format: text, csv or json (json holds every per-seed value)")
+	fs.StringVar(&f.out, "out", "", "results file (JSON) to keep every run's result in and resume from")
+	fs.StringVar(&f.plot, "plot", "", "draw percent improvement per case, CV as error bars, to this PNG file")
+	fs.IntVar(&f.jobs, "jobs", runtime.NumCPU(), fmt.Sprintf("runs in parallel, 1 to the host's cores (%d)", runtime.NumCPU()))
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress line (shown only when stderr is a terminal anyway)")
+	fs.BoolVar(&f.calibrate, "calibrate", false, "derive the cost model from perf bench sched pipe and messaging (needs perf), print it and exit")
+	fs.IntVar(&f.auditEvery, "audit-every", 50, "invariant audit every N epochs (0: never)")
+	fs.Float64Var(&f.cost.ContextSwitch, "cost-switch", def.ContextSwitch, "cost model: ns per context switch beyond the 1us the simulation charges")
+	fs.Float64Var(&f.cost.Migration, "cost-migration", def.Migration, "cost model: ns per migration")
+	fs.Float64Var(&f.cost.IPI, "cost-ipi", def.IPI, "cost model: ns per IPI")
+	fs.Float64Var(&f.cost.LockAcquire, "cost-lock", def.LockAcquire, "cost model: ns per raw spinlock acquisition (rq lock and the others)")
+	fs.Float64Var(&f.cost.LockContended, "cost-lock-contended", def.LockContended, "cost model: ns per contended spinlock acquisition")
+	fs.Float64Var(&f.cost.JuggleRetry, "cost-juggle", def.JuggleRetry, "cost model: ns per lock-juggling retry")
+	fs.Float64Var(&f.cost.FPTStep, "cost-fpt-step", def.FPTStep, "cost model: ns per find_proxy_task link walked")
+	if err := parse(fs, args, usage, stdout); err != nil {
+		return 0, err
+	}
+	if fs.NArg() > 0 {
+		return 0, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if f.calibrate {
+		return calibrate(stdout, stderr)
+	}
+	spec, cfgs, m, stat, err := f.validate()
+	if err != nil {
+		return 0, err
+	}
+	prev, err := ab.ReadFile(f.out)
+	if err != nil {
+		return 0, usagef("--out: %v", err)
+	}
+	if prev != nil && !prev.Spec.Same(spec) {
+		return 0, usagef("--out %s holds results of another matrix (workload %s, %d CPUs %s, virtual %v, strategy %s): use another file", f.out,
+			prev.Spec.Workload, prev.Spec.CPUs, prev.Spec.Topology, time.Duration(prev.Spec.SimTimeNs), prev.Spec.Strategy)
+	}
+	in := watchInterrupts(stderr, "the matrix")
+	defer in.close()
+	file, runErr := runMatrix(spec, cfgs, prev, f, in, stderr)
+	if file == nil {
+		return exitInternal, runErr
+	}
+	if f.out != "" {
+		if err := sim.WriteFileAtomic(f.out, file.Write); err != nil {
+			return exitInternal, err
+		}
+	}
+	if runErr != nil {
+		return exitInternal, runErr
+	}
+	t := ab.Build(file, m, stat, f.cost)
+	switch f.format {
+	case "csv":
+		err = t.WriteCSV(stdout)
+	case "json":
+		err = t.WriteJSON(stdout, file.Results)
+	default:
+		err = t.WriteText(stdout)
+	}
+	if err != nil {
+		return exitInternal, err
+	}
+	if f.plot != "" {
+		if err := sim.WriteFileAtomic(f.plot, t.WritePNG); err != nil {
+			return exitInternal, fmt.Errorf("--plot: %v", err)
+		}
+	}
+	if in.interrupted() {
+		fmt.Fprintf(stderr, "proxysim ab: interrupted: the table holds the runs done; run again with the same --out to finish\n")
+		return in.exitCode(), nil
+	}
+	for _, r := range file.Results {
+		if len(r.Violations) > 0 {
+			fmt.Fprintf(stderr, "proxysim ab: invariant violation in case %d, config %s, seed %d: %s\n", r.Case, r.Config, r.Seed, r.Violations[0])
+			return exitViolation, nil
+		}
+	}
+	return exitOK, nil
+}
+
+// validate checks the flags (one-line usage errors) and returns the
+// matrix's spec, configs, metric and statistic.
+func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
+	var spec ab.Spec
+	fail := func(format string, a ...any) (ab.Spec, []abConfig, ab.Metric, string, error) {
+		return spec, nil, ab.Metric{}, "", usagef(format, a...)
+	}
+	name, params, _ := strings.Cut(f.workload, ":")
+	primary := workload.BenchmarkPrimary(name)
+	if primary == "" {
+		return fail("--workload %q: not a benchmark (benchmarks: %s)", f.workload, strings.Join(workload.BenchmarkNames(), ", "))
+	}
+	for _, kv := range strings.Split(params, ",") {
+		if k, _, _ := strings.Cut(kv, "="); strings.TrimSpace(k) == primary {
+			return fail("--workload %q sets %s, which --cases varies", f.workload, primary)
+		}
+	}
+	if _, err := workload.Benchmark(f.workload); err != nil {
+		return fail("--workload: %v", err)
+	}
+	if f.cases == "" {
+		f.cases = defaultCases(name)
+	}
+	cases, err := parseCases(f.cases)
+	if err != nil {
+		return fail("--cases: %v", err)
+	}
+	for _, c := range cases {
+		if _, err := workload.Benchmark(withParam(f.workload, primary, c)); err != nil {
+			return fail("--cases: %v", err)
+		}
+	}
+	cfgs, err := parseABConfigs(f.configs)
+	if err != nil {
+		return fail("--configs: %v", err)
+	}
+	if f.seeds < 1 || f.seeds > 1000 {
+		return fail("--seeds %d out of range 1-1000", f.seeds)
+	}
+	if f.topology != "" {
+		tp, err := topology.Parse(f.topology)
+		if err != nil {
+			return fail("--topology: %v", err)
+		}
+		if !f.set["cpus"] {
+			f.cpus = tp.NumCPUs()
+		} else if tp.NumCPUs() != f.cpus {
+			return fail("--topology %s has %d CPUs, but --cpus is %d", tp, tp.NumCPUs(), f.cpus)
+		}
+		f.topology = tp.String()
+	}
+	if f.cpus < 1 || f.cpus > task.MaxCPUs {
+		return fail("--cpus %d out of range 1-%d", f.cpus, task.MaxCPUs)
+	}
+	if f.topology == "" {
+		f.topology = topology.Default(f.cpus).String()
+	}
+	if f.simTime == 0 {
+		f.simTime = 50 * time.Millisecond
+		if name == "hackbench" {
+			f.simTime = time.Second
+		}
+	}
+	if f.simTime < time.Millisecond {
+		return fail("--sim-time must be at least 1ms, not %v", f.simTime)
+	}
+	if _, err := conductor.ParseStrategy(f.strategy); err != nil {
+		return fail("--strategy: %v", err)
+	}
+	m, err := ab.FindMetric(name, f.metric)
+	if err != nil {
+		return fail("--metric: %v", err)
+	}
+	stat := m.Stat
+	if f.stat != "" {
+		s, ok := ab.ParseStat(f.stat)
+		if !ok {
+			return fail("--stat %q: want AMean, HMean or Median", f.stat)
+		}
+		stat = s
+	}
+	switch f.format {
+	case "text", "csv", "json":
+	default:
+		return fail("--format %q: want text, csv or json", f.format)
+	}
+	if f.jobs < 1 || f.jobs > runtime.NumCPU() {
+		return fail("--jobs %d out of range 1-%d (the host's cores)", f.jobs, runtime.NumCPU())
+	}
+	if f.auditEvery < 0 {
+		return fail("--audit-every must not be negative")
+	}
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{{"cost-switch", f.cost.ContextSwitch}, {"cost-migration", f.cost.Migration}, {"cost-ipi", f.cost.IPI}, {"cost-lock", f.cost.LockAcquire},
+		{"cost-lock-contended", f.cost.LockContended}, {"cost-juggle", f.cost.JuggleRetry}, {"cost-fpt-step", f.cost.FPTStep}} {
+		if c.v < 0 || c.v > 1e9 {
+			return fail("--%s %g out of range 0-1e9 ns", c.name, c.v)
+		}
+	}
+	for _, o := range []struct{ flag, path string }{{"out", f.out}, {"plot", f.plot}} {
+		if o.path == "" {
+			continue
+		}
+		if err := sim.CheckWritable(o.path); err != nil {
+			return fail("--%s: %v", o.flag, err)
+		}
+	}
+	if f.plot != "" && !strings.HasSuffix(strings.ToLower(f.plot), ".png") {
+		return fail("--plot %q: want a .png file", f.plot)
+	}
+	if f.out != "" && f.out == f.plot {
+		return fail("--out and --plot name the same file")
+	}
+	var names []string
+	for _, c := range cfgs {
+		names = append(names, c.name)
+	}
+	spec = ab.Spec{Workload: f.workload, Bench: name, Primary: primary, CPUs: f.cpus, Topology: f.topology, SimTimeNs: int64(f.simTime),
+		Strategy: f.strategy, Cases: cases, Configs: names, Seeds: f.seeds, FirstSeed: f.seed}
+	return spec, cfgs, m, stat, nil
+}
+
+// withParam adds key=v to a benchmark spec.
+func withParam(spec, key string, v int) string {
+	if strings.Contains(spec, ":") {
+		return fmt.Sprintf("%s,%s=%d", spec, key, v)
+	}
+	return fmt.Sprintf("%s:%s=%d", spec, key, v)
+}
+
+// runMatrix runs the jobs not yet in prev, in parallel, and returns the
+// file with every result (prev's matching ones and the new ones). It
+// rewrites --out as results come in (at most once a second), so an
+// interrupted matrix resumes where it stopped.
+func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *interruption, stderr io.Writer) (*ab.File, error) {
+	file := &ab.File{Version: ab.FileVersion, Spec: spec}
+	if prev != nil {
+		file.Results = prev.Results // other cases, configs and seeds stay in the file
+	}
+	done := file.Done()
+	byName := map[string]abConfig{}
+	for _, c := range cfgs {
+		byName[c.name] = c
+	}
+	var todo []ab.Job
+	for _, j := range spec.Jobs() {
+		if done[j] == nil {
+			todo = append(todo, j)
+		}
+	}
+	resumed := len(spec.Jobs()) - len(todo)
+	var mu sync.Mutex // guards file, running, lastWrite
+	running := map[*sim.Run]bool{}
+	lastWrite := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in.setStop(func() {
+		cancel()
+		mu.Lock()
+		for r := range running {
+			r.Stop("signal")
+		}
+		mu.Unlock()
+	})
+	var finished atomic.Int64
+	start := time.Now()
+	stopProg := make(chan struct{})
+	var progWG sync.WaitGroup
+	if !f.quiet && isTerminal(stderr) && len(todo) > 0 {
+		progWG.Add(1)
+		go func() {
+			defer progWG.Done()
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			line := func() {
+				n := finished.Load()
+				el := time.Since(start)
+				eta := ""
+				if n > 0 {
+					eta = fmt.Sprintf(", about %v left", (el / time.Duration(n) * time.Duration(int64(len(todo))-n)).Round(time.Second))
+				}
+				fmt.Fprintf(stderr, "\rproxysim ab: %d of %d runs (%d resumed from the file), wall %v%s\x1b[K", int64(resumed)+n, len(spec.Jobs()), resumed, el.Round(time.Second), eta)
+			}
+			for {
+				select {
+				case <-stopProg:
+					fmt.Fprint(stderr, "\r\x1b[K")
+					return
+				case <-t.C:
+					line()
+				}
+			}
+		}()
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(f.jobs)
+	for _, j := range todo {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return nil
+			}
+			c := byName[j.Config]
+			o := sim.Defaults()
+			o.Workload = withParam(spec.Workload, spec.Primary, j.Case)
+			o.CPUs, o.Topology, o.SimTime, o.Seed = spec.CPUs, spec.Topology, time.Duration(spec.SimTimeNs), j.Seed
+			o.Deterministic, o.Strategy = true, spec.Strategy
+			o.AuditEvery = f.auditEvery
+			o.SetProxyLevel(c.level)
+			o.Bugs = c.bugs
+			sc, err := workload.Benchmark(o.Workload)
+			if err != nil {
+				return err
+			}
+			r, err := sim.Build(o, sc)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			stopped := gctx.Err() != nil
+			if !stopped {
+				running[r] = true
+			}
+			mu.Unlock()
+			if stopped {
+				return nil
+			}
+			s := r.Execute()
+			mu.Lock()
+			defer mu.Unlock()
+			delete(running, r)
+			if why := s.StopReason; why != "" && why != sim.StopAllExited && !s.Failed() {
+				return nil // cut short by a signal: not a result
+			}
+			res := resultOf(j, r, s)
+			file.Results = append(file.Results, res)
+			finished.Add(1)
+			if f.out != "" && time.Since(lastWrite) > time.Second {
+				lastWrite = time.Now()
+				if err := sim.WriteFileAtomic(f.out, file.Write); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	close(stopProg)
+	progWG.Wait()
+	sort.SliceStable(file.Results, func(a, b int) bool {
+		x, y := file.Results[a], file.Results[b]
+		if x.Case != y.Case {
+			return x.Case < y.Case
+		}
+		if x.Config != y.Config {
+			return x.Config < y.Config
+		}
+		return x.Seed < y.Seed
+	})
+	return file, err
+}
+
+// resultOf reads a finished run's result.
+func resultOf(j ab.Job, r *sim.Run, s *sim.Summary) ab.Result {
+	res := ab.Result{Case: j.Case, Config: j.Config, Seed: j.Seed, CPUs: s.CPUs, SimTimeNs: s.SimTimeNs, WallNs: s.WallTimeNs,
+		Counts: map[string]uint64{}, TraceHash: s.TraceHash}
+	if s.Bench != nil {
+		res.Bench = *s.Bench
+	}
+	for k, v := range s.Counters {
+		res.Counts[k] = v
+	}
+	var acq, cont uint64
+	for _, l := range r.Machine.LockStats() {
+		acq += l.Acquisitions.Load()
+		cont += l.Contended.Load()
+	}
+	res.Counts[ab.CountLockAcquire], res.Counts[ab.CountLockContended] = acq, cont
+	for _, v := range s.Violations {
+		res.Violations = append(res.Violations, v.String())
+	}
+	return res
+}
+
+// calibrate runs perf bench, when perf is installed, and prints the cost
+// model it gives as flags.
+func calibrate(stdout, stderr io.Writer) (int, error) {
+	perf, err := exec.LookPath("perf")
+	if err != nil {
+		fmt.Fprintf(stdout, "perf is not installed (not on PATH): cannot calibrate on this machine.\nThe cost model keeps its written-down defaults: %s\n", ab.DefaultCost())
+		return exitUsage, nil
+	}
+	pipeOut, err := exec.Command(perf, "bench", "sched", "pipe", "-l", "100000").CombinedOutput()
+	if err != nil {
+		return exitInternal, fmt.Errorf("perf bench sched pipe: %v: %s", err, strings.TrimSpace(string(pipeOut)))
+	}
+	pipe, err := ab.ParsePerfPipe(string(pipeOut))
+	if err != nil {
+		return exitInternal, err
+	}
+	const groups, loops = 4, 100
+	msgOut, err := exec.Command(perf, "bench", "sched", "messaging", "-p", "-g", strconv.Itoa(groups), "-l", strconv.Itoa(loops)).CombinedOutput()
+	if err != nil {
+		return exitInternal, fmt.Errorf("perf bench sched messaging: %v: %s", err, strings.TrimSpace(string(msgOut)))
+	}
+	msg, err := ab.ParsePerfMessaging(string(msgOut))
+	if err != nil {
+		return exitInternal, err
+	}
+	c := ab.Calibrate(pipe, msg, groups, loops)
+	fmt.Fprintf(stdout, "perf bench sched pipe: %.3f us per round trip; perf bench sched messaging -p -g %d -l %d: %.3f s\n", pipe, groups, loops, msg)
+	fmt.Fprintf(stdout, "cost model: %s\n", c)
+	fmt.Fprintf(stdout, "flags: --cost-switch %.0f --cost-migration %.0f --cost-ipi %.0f --cost-lock %.0f --cost-lock-contended %.0f --cost-juggle %.0f --cost-fpt-step %.0f\n",
+		c.ContextSwitch, c.Migration, c.IPI, c.LockAcquire, c.LockContended, c.JuggleRetry, c.FPTStep)
+	return exitOK, nil
+}

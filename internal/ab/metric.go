@@ -1,0 +1,99 @@
+package ab
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/proxysim/proxysim/internal/sim"
+)
+
+// Metric is a benchmark's figure of merit as a table shows it.
+type Metric struct {
+	Name         string `json:"name"`
+	Units        string `json:"units"`
+	HigherBetter bool   `json:"higher_better"`
+	Stat         string `json:"statistic"` // the default statistic (the reports')
+	// value reads the raw figure from a run's figures.
+	value func(b *sim.BenchFigures) (float64, bool)
+}
+
+// Value is the metric's raw figure of a run; false if the run has none
+// (hackbench did not finish, no requests were served).
+func (m Metric) Value(b *sim.BenchFigures) (float64, bool) {
+	if b == nil {
+		return 0, false
+	}
+	return m.value(b)
+}
+
+var (
+	mTime = Metric{Name: "time", Units: "Normalized time in seconds", Stat: AMean,
+		value: func(b *sim.BenchFigures) (float64, bool) { return float64(b.TimeNs) / 1e9, b.Finished && b.TimeNs > 0 }}
+	mThroughput = Metric{Name: "throughput", Units: "Normalized throughput (requests per virtual second)", HigherBetter: true, Stat: AMean,
+		value: func(b *sim.BenchFigures) (float64, bool) { return b.RequestsPerSec, b.Requests > 0 }}
+	mWakeupP99 = Metric{Name: "wakeup_p99", Units: "Normalized 99th percentile wake-up latency in us", Stat: Median,
+		value: func(b *sim.BenchFigures) (float64, bool) {
+			return float64(b.P99WakeupLatencyNs) / 1e3, b.Requests > 0
+		}}
+	mRequestP99 = Metric{Name: "request_p99", Units: "Normalized 99th percentile request latency in us", Stat: Median,
+		value: func(b *sim.BenchFigures) (float64, bool) {
+			return float64(b.P99RequestLatencyNs) / 1e3, b.Requests > 0
+		}}
+	mRPS = Metric{Name: "rps", Units: "Normalized requests per second", HigherBetter: true, Stat: AMean,
+		value: func(b *sim.BenchFigures) (float64, bool) { return b.RequestsPerSec, b.Requests > 0 }}
+)
+
+// Metrics lists the metrics of a benchmark, its default first.
+func Metrics(bench string) []Metric {
+	switch bench {
+	case "hackbench":
+		return []Metric{mTime}
+	case "tbench", "netperf":
+		return []Metric{mThroughput}
+	case "schbench":
+		return []Metric{mWakeupP99, mRequestP99, mRPS}
+	}
+	return nil
+}
+
+// FindMetric returns the named metric of bench ("" for its default).
+func FindMetric(bench, name string) (Metric, error) {
+	ms := Metrics(bench)
+	if len(ms) == 0 {
+		return Metric{}, fmt.Errorf("%q is not a benchmark workload", bench)
+	}
+	if name == "" {
+		return ms[0], nil
+	}
+	var names []string
+	for _, m := range ms {
+		if m.Name == name {
+			return m, nil
+		}
+		names = append(names, m.Name)
+	}
+	return Metric{}, fmt.Errorf("%s has no metric %q (metrics: %s)", bench, name, strings.Join(names, ", "))
+}
+
+// caseLabel and caseHeader follow the reports: "4-groups" under "Case:",
+// tbench's bare client counts under "Clients:", netperf's "4-clients",
+// schbench's worker counts under "#workers:".
+func caseLabel(bench string, c int) string {
+	switch bench {
+	case "hackbench":
+		return fmt.Sprintf("%d-groups", c)
+	case "netperf":
+		return fmt.Sprintf("%d-clients", c)
+	}
+	return fmt.Sprint(c)
+}
+
+func caseHeader(bench string) string {
+	switch bench {
+	case "tbench", "netperf":
+		return "Clients:"
+	case "schbench":
+		return "#workers:"
+	}
+	return "Case:"
+}

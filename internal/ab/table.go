@@ -1,0 +1,321 @@
+package ab
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+)
+
+// PerOpCounts are the counts a table explains each case with, per
+// operation (a request, message or transaction): context switches, mutex
+// contentions, proxy migrations (proxy_migrate_task calls),
+// find_proxy_task retries (re-picks), return migrations, proxy
+// deactivations and IPIs.
+var PerOpCounts = []string{"context_switches", "mutex_contentions", "proxy_migrations", "find_proxy_task_retries", "return_migrations", "proxy_deactivations", "ipis"}
+
+var perOpShort = map[string]string{
+	"context_switches": "ctxsw", "mutex_contentions": "mutex_cont", "proxy_migrations": "proxy_mig",
+	"find_proxy_task_retries": "fpt_retry", "return_migrations": "ret_mig", "proxy_deactivations": "deact", "ipis": "ipi",
+}
+
+// Cell is one configuration's figures in one case.
+type Cell struct {
+	Config string    `json:"config"`
+	Seeds  []uint64  `json:"seeds"`
+	Values []float64 `json:"values"` // the raw figure per seed, in the metric's units
+	// Missing counts seeds whose run has no figure (a hackbench that did
+	// not finish) or is not in the file yet.
+	Missing int     `json:"missing"`
+	Stat    float64 `json:"stat"`
+	CV      float64 `json:"cv_pct"`
+	Ratio   float64 `json:"ratio"`
+	PctImp  float64 `json:"pct_imp"`
+	// The same under the cost model.
+	Adjusted    []float64          `json:"adjusted_values"`
+	AdjStat     float64            `json:"adjusted_stat"`
+	AdjCV       float64            `json:"adjusted_cv_pct"`
+	AdjRatio    float64            `json:"adjusted_ratio"`
+	AdjPctImp   float64            `json:"adjusted_pct_imp"`
+	PerOp       map[string]float64 `json:"counts_per_op"`
+	Violations  int                `json:"violations"`
+	MeanWallSec float64            `json:"mean_wall_sec"`
+}
+
+// Row is one case.
+type Row struct {
+	Case  int    `json:"case"`
+	Label string `json:"label"`
+	Cells []Cell `json:"cells"`
+}
+
+// Table is a matrix's A/B table.
+type Table struct {
+	Spec   Spec   `json:"spec"`
+	Metric Metric `json:"metric"`
+	Stat   string `json:"statistic"`
+	Cost   Cost   `json:"cost_model"`
+	Rows   []Row  `json:"rows"`
+}
+
+// Build computes the table of the results in f for its spec's cases and
+// configs (the first config is the baseline), with statistic stat.
+func Build(f *File, m Metric, stat string, cost Cost) *Table {
+	t := &Table{Spec: f.Spec, Metric: m, Stat: stat, Cost: cost}
+	done := f.Done()
+	for _, c := range f.Spec.Cases {
+		row := Row{Case: c, Label: caseLabel(f.Spec.Bench, c)}
+		for _, cfg := range f.Spec.Configs {
+			cell := Cell{Config: cfg, PerOp: map[string]float64{}}
+			var wall float64
+			n := 0
+			for i := 0; i < f.Spec.Seeds; i++ {
+				seed := f.Spec.FirstSeed + uint64(i)
+				r := done[Job{c, cfg, seed}]
+				if r == nil {
+					cell.Missing++
+					continue
+				}
+				cell.Violations += len(r.Violations)
+				v, ok := m.Value(&r.Bench)
+				if !ok {
+					cell.Missing++
+					continue
+				}
+				n++
+				wall += float64(r.WallNs) / 1e9
+				cell.Seeds = append(cell.Seeds, seed)
+				cell.Values = append(cell.Values, v)
+				cell.Adjusted = append(cell.Adjusted, cost.Adjust(m, v, r))
+				if ops := float64(r.Bench.Requests); ops > 0 {
+					for _, k := range PerOpCounts {
+						cell.PerOp[k] += float64(r.Counts[k]) / ops
+					}
+				}
+			}
+			if n > 0 {
+				for k := range cell.PerOp {
+					cell.PerOp[k] /= float64(n)
+				}
+				cell.MeanWallSec = wall / float64(n)
+			}
+			cell.Stat, cell.CV = Stat(stat, cell.Values), CV(cell.Values)
+			cell.AdjStat, cell.AdjCV = Stat(stat, cell.Adjusted), CV(cell.Adjusted)
+			row.Cells = append(row.Cells, cell)
+		}
+		for i := range row.Cells {
+			b := &row.Cells[0]
+			x := &row.Cells[i]
+			x.Ratio, x.PctImp = Compare(x.Stat, b.Stat, m.HigherBetter)
+			x.AdjRatio, x.AdjPctImp = Compare(x.AdjStat, b.AdjStat, m.HigherBetter)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// cellText is a cell in the reports' format: "1.03 [ -2.88]( 2.71)".
+func cellText(ratio, imp, cv float64) string {
+	if math.IsNaN(ratio) || math.IsInf(ratio, 0) {
+		return "  -- [   -- ](  -- )"
+	}
+	return fmt.Sprintf("%.2f [%6.2f](%5.2f)", ratio, imp, cv)
+}
+
+const rule = "=================================================================="
+
+// WriteText prints the table as the series' reports do, then the raw
+// statistic, the cost-adjusted table and the counts per operation.
+func (t *Table) WriteText(w io.Writer) error {
+	s := t.Spec
+	interp := "Lower is better"
+	if t.Metric.HigherBetter {
+		interp = "Higher is better"
+	}
+	fmt.Fprintln(w, rule)
+	fmt.Fprintf(w, "Test : %s (proxysim %s, %d CPUs %s, %d seeds from %d, virtual %s, strategy %s)\n", s.Bench, s.Workload, s.CPUs, s.Topology, s.Seeds, s.FirstSeed, fmtDur(s.SimTimeNs), s.Strategy)
+	fmt.Fprintf(w, "Units : %s\n", t.Metric.Units)
+	fmt.Fprintf(w, "Interpretation: %s\n", interp)
+	fmt.Fprintf(w, "Statistic : %s\n", t.Stat)
+	fmt.Fprintln(w, rule)
+	head := func() {
+		parts := []string{caseHeader(s.Bench)}
+		for _, c := range s.Configs {
+			parts = append(parts, c+"[pct imp](CV)")
+		}
+		fmt.Fprintln(w, strings.Join(parts, " "))
+	}
+	head()
+	for _, r := range t.Rows {
+		parts := []string{r.Label}
+		for _, c := range r.Cells {
+			parts = append(parts, cellText(c.Ratio, c.PctImp, c.CV))
+		}
+		fmt.Fprintln(w, strings.Join(parts, " ")+t.missingNote(r))
+	}
+	fmt.Fprintf(w, "\nRaw %s (%s, virtual time):\n", t.Stat, rawUnits(t.Metric))
+	for _, r := range t.Rows {
+		parts := []string{r.Label}
+		for _, c := range r.Cells {
+			parts = append(parts, fmt.Sprintf("%s %s", c.Config, fmtVal(c.Stat)))
+		}
+		fmt.Fprintln(w, strings.Join(parts, "  "))
+	}
+	fmt.Fprintf(w, "\nCost-adjusted (%s):\n", t.Cost)
+	head()
+	for _, r := range t.Rows {
+		parts := []string{r.Label}
+		for _, c := range r.Cells {
+			parts = append(parts, cellText(c.AdjRatio, c.AdjPctImp, c.AdjCV))
+		}
+		fmt.Fprintln(w, strings.Join(parts, " "))
+	}
+	fmt.Fprintf(w, "\nCounts per operation (one %s; mean over seeds):\n", opName(s.Bench))
+	hdr := fmt.Sprintf("%-12s %-14s", strings.TrimSuffix(caseHeader(s.Bench), ":"), "config")
+	for _, k := range PerOpCounts {
+		hdr += fmt.Sprintf(" %10s", perOpShort[k])
+	}
+	fmt.Fprintln(w, hdr)
+	for _, r := range t.Rows {
+		for _, c := range r.Cells {
+			line := fmt.Sprintf("%-12s %-14s", r.Label, c.Config)
+			for _, k := range PerOpCounts {
+				line += fmt.Sprintf(" %10.4f", c.PerOp[k])
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+func (t *Table) missingNote(r Row) string {
+	var notes []string
+	for _, c := range r.Cells {
+		if c.Missing > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d of %d seeds without a figure", c.Config, c.Missing, t.Spec.Seeds))
+		}
+		if c.Violations > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d invariant violations", c.Config, c.Violations))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "   # " + strings.Join(notes, "; ")
+}
+
+func rawUnits(m Metric) string {
+	switch m.Name {
+	case "time":
+		return "seconds"
+	case "throughput", "rps":
+		return "requests per second"
+	}
+	return "us"
+}
+
+func opName(bench string) string {
+	switch bench {
+	case "hackbench":
+		return "message"
+	case "schbench":
+		return "request"
+	}
+	return "transaction"
+}
+
+func fmtVal(v float64) string {
+	if math.IsNaN(v) {
+		return "--"
+	}
+	return fmt.Sprintf("%.6g", v)
+}
+
+func fmtDur(ns int64) string {
+	switch {
+	case ns%1e9 == 0:
+		return fmt.Sprintf("%ds", ns/1e9)
+	case ns%1e6 == 0:
+		return fmt.Sprintf("%dms", ns/1e6)
+	}
+	return fmt.Sprintf("%dns", ns)
+}
+
+// String is the cost model in one line.
+func (c Cost) String() string {
+	return fmt.Sprintf("ns per switch %g, migration %g, IPI %g, lock %g, contended lock %g, juggle retry %g, find_proxy_task step %g",
+		c.ContextSwitch, c.Migration, c.IPI, c.LockAcquire, c.LockContended, c.JuggleRetry, c.FPTStep)
+}
+
+// WriteCSV prints one line per case and config.
+func (t *Table) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	head := []string{"bench", "case", "label", "config", "metric", "statistic", "n", "missing", "stat", "cv_pct", "ratio", "pct_imp",
+		"adjusted_stat", "adjusted_ratio", "adjusted_pct_imp", "violations"}
+	for _, k := range PerOpCounts {
+		head = append(head, k+"_per_op")
+	}
+	_ = cw.Write(head)
+	f := func(v float64) string { return fmt.Sprintf("%.6g", v) }
+	for _, r := range t.Rows {
+		for _, c := range r.Cells {
+			rec := []string{t.Spec.Bench, fmt.Sprint(r.Case), r.Label, c.Config, t.Metric.Name, t.Stat, fmt.Sprint(len(c.Values)), fmt.Sprint(c.Missing),
+				f(c.Stat), f(c.CV), f(c.Ratio), f(c.PctImp), f(c.AdjStat), f(c.AdjRatio), f(c.AdjPctImp), fmt.Sprint(c.Violations)}
+			for _, k := range PerOpCounts {
+				rec = append(rec, f(c.PerOp[k]))
+			}
+			_ = cw.Write(rec)
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteJSON prints the table and every result behind it.
+func (t *Table) WriteJSON(w io.Writer, results []Result) error {
+	rs := append([]Result(nil), results...)
+	sort.SliceStable(rs, func(i, j int) bool {
+		a, b := rs[i], rs[j]
+		if a.Case != b.Case {
+			return a.Case < b.Case
+		}
+		if a.Config != b.Config {
+			return a.Config < b.Config
+		}
+		return a.Seed < b.Seed
+	})
+	out := struct {
+		*Table
+		Results []Result `json:"results"`
+	}{t, rs}
+	e := json.NewEncoder(w)
+	e.SetIndent("", " ")
+	return e.Encode(out)
+}
+
+// MarshalJSON writes a statistic that has no value (NaN: no seed gave a
+// figure) as null: encoding/json rejects NaN.
+func (c Cell) MarshalJSON() ([]byte, error) {
+	type plain Cell
+	p := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		plain
+		Stat      *float64 `json:"stat"`
+		CV        *float64 `json:"cv_pct"`
+		Ratio     *float64 `json:"ratio"`
+		PctImp    *float64 `json:"pct_imp"`
+		AdjStat   *float64 `json:"adjusted_stat"`
+		AdjCV     *float64 `json:"adjusted_cv_pct"`
+		AdjRatio  *float64 `json:"adjusted_ratio"`
+		AdjPctImp *float64 `json:"adjusted_pct_imp"`
+	}{plain(c), p(c.Stat), p(c.CV), p(c.Ratio), p(c.PctImp), p(c.AdjStat), p(c.AdjCV), p(c.AdjRatio), p(c.AdjPctImp)})
+}
