@@ -222,7 +222,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 			}
 			act = actMigrate
 			if c.ProxySingleRQ { // issue 18, --proxy-exec single-rq: upstream does not migrate; proxy_deactivate(rq, donor)
-				act = actDeactivate
+				act = actDeactivateDonor
 			}
 			p.BlockedLock.Unlock(c.CPU)
 			wl.Unlock(c.CPU)
