@@ -139,6 +139,13 @@ var Catalogue = []Bug{
 		"race detector only (build with -race): DATA RACE between doActivateBlockedWaiter and tryToBlockTask or ttwuDoWakeup"},
 }
 
+// raceOnly are the entries only the race detector catches.
+var raceOnly = Set(0).With(IsBlockedPlainRead)
+
+// RaceOnly says that only the race detector catches b (a data race, no
+// invariant): hunts need a race build and skip it otherwise.
+func (b Bug) RaceOnly() bool { return raceOnly.Has(b.ID) }
+
 // Reference is the kernel code the model follows (docs/kernel-map.md).
 const Reference = "johnstultz-work/linux-dev@014c4be7"
 
