@@ -120,7 +120,7 @@ var Catalogue = []Bug{
 		"proxy_enqueue_on_owner takes the waiter off the runqueue before the owner's sleep is re-checked under its blocked_lock, then links it anyway: an owner that woke in between never activates it",
 		"audit: waiter stranded on an awake owner's list (invariant 15)"},
 	{WakelistMigrating, 25, "wakelist-migrating", Historical, "v23",
-		"ttwu queues a MIGRATING task on a remote wake list: the remote CPU waits in task_rq_lock for a move that needs it",
+		"v22/v23's proxy_needs_return dequeued a returning task as a migration (on_rq MIGRATING), and ttwu then queued the still-MIGRATING task on a remote wake list: the remote CPU waits in task_rq_lock for a move that needs it (the reference dequeues it with block_task(TASK_WAKING), which --bug undoes)",
 		"wake-list check: a queued entry is not off-queue (invariant 6); watchdog if a CPU spins in task_rq_lock"},
 	{ParkDonorNotLink, 19, "park-donor-not-link", Historical, "v14",
 		"proxy_enqueue_on_owner parks the donor instead of the last link before the sleeping owner: wakeups of mid-chain tasks are lost",
@@ -151,8 +151,8 @@ const Reference = "johnstultz-work/linux-dev@014c4be7"
 
 // ReferenceFull names every file of the reference with its commit.
 const ReferenceFull = "johnstultz-work/linux-dev kernel/sched/core.c@014c4be7310b1b27276ea16789904f6134f19607, " +
-	"kernel/locking/mutex.c@663edfe3177933d419c5a9e761a73cd089480291, kernel/sched/rt.c@84014e78ee6203655639bd5823bd89408f62a0a6; " +
-	"blocked_on states in the v22 tri-state form (LKML v22, 20250926032931.27663-1)"
+	"kernel/locking/mutex.c@663edfe3177933d419c5a9e761a73cd089480291, kernel/sched/rt.c@84014e78ee6203655639bd5823bd89408f62a0a6 " +
+	"(blocked_on and is_blocked as in core.c)"
 
 func init() {
 	if len(Catalogue) != int(NumBugs) {

@@ -74,7 +74,7 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 	if p.OnCPU() {
 		// Still switching out on its CPU: let that CPU finish the wakeup
 		// (ttwu_queue_wakelist with WF_ON_CPU), or wait for it.
-		if t := p.CPU(); t != c.ID && (!p.Migrating() || c.Bug(bugs.WakelistMigrating)) {
+		if t := p.CPU(); m.ttwuQueueCond(c, p, t) {
 			p.WakeTime = c.Now
 			m.queueWakeList(c, p, t)
 			p.PiLock.Unlock(c.CPU)
@@ -194,16 +194,33 @@ func (m *Machine) queueWakeList(c *percpu.Ctx, p *task.Task, target int) {
 	m.sendIPI(c, target, ipiWakeList)
 }
 
+// ttwuQueueCond is ttwu_queue_cond(): may the wake-up of p on cpu go
+// through cpu's wake list? Not outside p's mask; always across LLCs; not
+// to this CPU; within the LLC only to a CPU with nothing running (its
+// nr_running read without its lock). There is no hotplug (every CPU is
+// active) and no sched_ext.
+func (m *Machine) ttwuQueueCond(c *percpu.Ctx, p *task.Task, cpu int) bool {
+	if !p.CPUsMask.Has(cpu) {
+		return false
+	}
+	if m.topo.LLC(cpu) != m.topo.LLC(c.ID) {
+		return true
+	}
+	if cpu == c.ID {
+		return false
+	}
+	return m.rqs[cpu].NrRunning() == 0
+}
+
 // ttwuQueue is ttwu_queue(): enqueue p on cpu, through that CPU's wake
-// list when it is another, idle CPU (it will do the enqueue itself) and p
-// is not in the middle of a move (v23: never for a MIGRATING task).
+// list when ttwu_queue_cond allows (that CPU will do the enqueue itself).
 // Returns true if it went through the wake list.
 func (m *Machine) ttwuQueue(c *percpu.Ctx, p *task.Task, cpu int) bool {
 	r := m.rqs[cpu]
 	if mutantUnlockedEnqueue(c, r, p) {
 		return false
 	}
-	if cpu != c.ID && r.IsIdle() && (!p.Migrating() || c.Bug(bugs.WakelistMigrating)) {
+	if m.ttwuQueueCond(c, p, cpu) {
 		m.queueWakeList(c, p, cpu)
 		return true
 	}

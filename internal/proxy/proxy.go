@@ -448,7 +448,16 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 	if p == r.Donor(c) {
 		resetDonor(c, r)
 	}
-	r.BlockTask(c, p, task.Waking)
+	if c.Bug(bugs.WakelistMigrating) {
+		// Bug (v22/v23): the return dequeue is a migration
+		// (deactivate_task, on_rq MIGRATING), and the wake-up that
+		// follows may hand the still-MIGRATING task to a remote wake
+		// list.
+		r.DeactivateTask(c, p, rq.DequeueMigrating)
+		p.ContributesToLoad = false
+	} else {
+		r.BlockTask(c, p, task.Waking)
+	}
 	c.Inc(stats.ReturnMigrations)
 	return true
 }
