@@ -393,7 +393,9 @@ func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int
 
 	tr := mach.RQ(target)
 	tr.Lock(c)
-	for i := 0; i < n; i++ {
+	for i := n - 1; i >= 0; i-- {
+		// __attach_tasks walks the list proxy_migrate_task built with
+		// list_add: the last link detached is attached first.
 		tr.ActivateTask(c, moved[i], rq.EnqueueMigrated)
 		tr.CheckPreemptCurr(c, moved[i])
 	}
@@ -476,8 +478,8 @@ func resetDonor(c *percpu.Ctx, r *rq.RQ) {
 }
 
 // EnqueueOnOwner is proxy_enqueue_on_owner() [full]: with the rq lock and
-// the owner's blocked_lock held and the owner seen asleep, park p on the
-// owner's blocked_head and take it off the runqueue. block_task comes last
+// the owner's blocked_lock held and the owner seen asleep, park p at the
+// head of the owner's blocked_head and take it off the runqueue. block_task comes last
 // (v14): once p is off the runqueue and linked, the owner's waker may
 // activate it on another CPU at once.
 func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
@@ -485,7 +487,10 @@ func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
 	owner.BlockedLock.AssertHeld(c.CPU)
 	p.SleepingOwner.Store(owner)
 	p.ParkedBatch = 0
-	owner.BlockedHead = append(owner.BlockedHead, p)
+	// list_add: at the head, as the kernel does.
+	owner.BlockedHead = append(owner.BlockedHead, nil)
+	copy(owner.BlockedHead[1:], owner.BlockedHead)
+	owner.BlockedHead[0] = p
 	ReschedIdle(c, r)
 	r.BlockTask(c, p, p.State())
 	c.Inc(stats.SleepingOwnerEnqueues)

@@ -636,6 +636,18 @@ func SetTaskCPU(c *percpu.Ctx, p *task.Task, cpu int, keepWakeCPU bool, reason t
 	if from == cpu {
 		return
 	}
+	if !keepWakeCPU {
+		// set_task_cpu()'s WARNs (proxy_set_task_cpu has none): a
+		// sleeper is moved only while TASK_WAKING; a queued fair
+		// TASK_RUNNING task only while MIGRATING.
+		st, on := p.State(), p.OnRQ()
+		if st != task.Running && st != task.Waking && on == task.OnRQNone {
+			c.Warn(check.InvQueuedHere, p.ID, p.String(), "set_task_cpu: %v (%v, on_rq 0) moved to cpu%d while asleep", p, st, cpu)
+		}
+		if st == task.Running && !p.SE.Policy.RT() && on == task.OnRQQueued {
+			c.Warn(check.InvQueuedHere, p.ID, p.String(), "set_task_cpu: running fair %v moved to cpu%d while queued, not MIGRATING", p, cpu)
+		}
+	}
 	p.SetCPU(cpu)
 	if !keepWakeCPU {
 		p.WakeCPU = cpu
