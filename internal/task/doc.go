@@ -8,9 +8,12 @@
 //     mask (the mask is written with both pi_lock and the rq lock held).
 //   - the rq lock of task_cpu(p) guards the scheduling entity (class
 //     fields, vruntime, runtime statistics) while p is queued or running.
-//   - p.BlockedLock guards blocked_on, blocked_on_state, blocked_donor and
-//     the sleeping-owner links (blocked_head of an owner, sleeping_owner of
-//     a waiter, both under the owner's blocked_lock).
+//   - p.BlockedLock guards blocked_on and the sleeping-owner links
+//     (blocked_head of an owner, sleeping_owner of a waiter, both under the
+//     owner's blocked_lock). is_blocked and blocked_donor belong to the rq
+//     lock of task_cpu(p) (blocked_donor is also read and cleared by p's
+//     own unlock without a lock, as the kernel does; is_blocked is read
+//     with READ_ONCE under pi_lock alone by do_activate_blocked_waiter).
 //   - __state, on_rq, on_cpu and cpu are read without locks by other CPUs
 //     (READ_ONCE in the kernel) and are therefore atomics here; they are
 //     still only written under the locks the kernel writes them under.
