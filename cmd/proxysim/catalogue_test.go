@@ -61,8 +61,8 @@ func TestCatalogueIsCaught(t *testing.T) {
 	huntable := 0
 	for _, b := range bugs.Catalogue {
 		if b.RaceOnly() {
-			// A data race: TestFindingIsBlockedPlainReadIsARace hunts it
-			// with a race build.
+			// A data race: TestFindingIsBlockedPlainReadIsARace
+			// (internal/cpu) shows it with the race detector.
 			if hunted[b.Name] {
 				t.Errorf("race-only bug %s was hunted without the race detector", b.Name)
 			}

@@ -1,0 +1,78 @@
+package cpu
+
+import (
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/proxy"
+	"github.com/proxysim/proxysim/internal/task"
+)
+
+// Finding F4 (docs/findings.md): do_activate_blocked_waiter reads
+// is_blocked holding only the waiter's pi_lock, while try_to_block_task
+// and ttwu_do_wakeup write it holding only the rq lock. Nothing orders
+// the two, so the race detector reports the pair however the goroutines
+// happen to run (it compares happens-before, not timing). The child runs
+// a writer on cpu0 (rq lock held, as try_to_block_task) and
+// activate_blocked_waiters on cpu1 (pi_lock held) once with the kernel's
+// plain read (--bug is-blocked-plain-read) and once with the proposed
+// READ_ONCE/WRITE_ONCE, in -race child processes.
+func TestFindingIsBlockedPlainReadIsARace(t *testing.T) {
+	kernel := runFindingChild(t, "1")
+	if !strings.Contains(kernel, "WARNING: DATA RACE") || !strings.Contains(kernel, "doActivateBlockedWaiter") || !strings.Contains(kernel, "SetIsBlocked") {
+		t.Fatalf("the race detector did not report the kernel's plain is_blocked read:\n%s", tail(kernel, 3000))
+	}
+	fixed := runFindingChild(t, "0")
+	if strings.Contains(fixed, "WARNING: DATA RACE") || !strings.Contains(fixed, "--- PASS: TestFindingChildIsBlockedRead") {
+		t.Fatalf("the fixed form (READ_ONCE) is not race-free:\n%s", tail(fixed, 3000))
+	}
+}
+
+func runFindingChild(t *testing.T, bug string) string {
+	t.Helper()
+	t.Setenv("PROXYSIM_F4_BUG", bug)
+	return runMutantChild(t, "TestFindingChildIsBlockedRead", true)
+}
+
+// TestFindingChildIsBlockedRead runs only as the -race child of
+// TestFindingIsBlockedPlainReadIsARace.
+func TestFindingChildIsBlockedRead(t *testing.T) {
+	if os.Getenv("PROXYSIM_MUTANT_CHILD") == "" {
+		t.Skip("only run as a child of TestFindingIsBlockedPlainReadIsARace")
+	}
+	cfg := DefaultConfig()
+	cfg.CPUs = 2
+	if os.Getenv("PROXYSIM_F4_BUG") == "1" {
+		cfg.Bugs = cfg.Bugs.With(bugs.IsBlockedPlainRead)
+	}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := &task.Program{Ops: []task.Op{{Kind: task.OpCompute, Min: 1e9}}}
+	o, _ := m.AddTask(TaskSpec{Name: "O", Policy: task.Normal, Mask: task.MaskOf(0, 1), Prog: prog, CPU: 0, Seed: 1})
+	w, _ := m.AddTask(TaskSpec{Name: "W", Policy: task.Normal, Mask: task.MaskOf(0, 1), Prog: prog, CPU: 0, Seed: 2})
+	// W is parked on O (as proxy_enqueue_on_owner leaves it) but still
+	// queued, so that do_activate_blocked_waiter returns right after its
+	// tests: only the is_blocked read matters here.
+	o.BlockedHead = append(o.BlockedHead, w)
+	w.SleepingOwner.Store(o)
+	c0, c1 := m.cpus[0].c, m.cpus[1].c
+	r0 := m.rqs[0]
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // cpu0: try_to_block_task's write, under W's rq lock
+		defer wg.Done()
+		r0.Lock(c0)
+		w.SetIsBlocked(true)
+		r0.Unlock(c0)
+	}()
+	go func() { // cpu1: O's wake-up activates its waiters, under W's pi_lock
+		defer wg.Done()
+		proxy.ActivateBlockedWaiters(c1, m, 1, o)
+	}()
+	wg.Wait()
+}
