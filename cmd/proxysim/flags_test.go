@@ -63,6 +63,9 @@ func TestFlagAndPathErrors(t *testing.T) {
 		{[]string{"run", "--report", filepath.Join(missing, "r.txt")}, filepath.Join(missing, "r.txt")},
 		{[]string{"stress", "--report", filepath.Join(missing, "r.txt")}, filepath.Join(missing, "r.txt")},
 		{[]string{"explore", "--report", filepath.Join(missing, "r.txt")}, filepath.Join(missing, "r.txt")},
+		{[]string{"run", "--cpuprofile", filepath.Join(missing, "cpu.pprof")}, "--cpuprofile: cannot write " + filepath.Join(missing, "cpu.pprof")},
+		{[]string{"stress", "--cpuprofile", dir}, "--cpuprofile: " + dir + " is a directory"},
+		{[]string{"explore", "--cpuprofile", filepath.Join(missing, "cpu.pprof")}, filepath.Join(missing, "cpu.pprof")},
 		{[]string{"shrink", rep, "--out", filepath.Join(missing, "x.json")}, filepath.Join(missing, "x.json")},
 		{[]string{"shrink", rep, "--seeds", "0"}, "--seeds 0 out of range"},
 		{[]string{"run", "--cpus", "4", "--workload", wideMask}, wideMask + ": line 3: groups[0].cpus"},
@@ -119,5 +122,28 @@ func TestWriteFileAtomicErrorNamesPath(t *testing.T) {
 	err := sim.WriteFileAtomic(path, func(w io.Writer) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), ".tmp") {
 		t.Fatalf("error %v: want it to name %s and no temporary file", err, path)
+	}
+}
+
+// --cpuprofile writes a pprof profile of the run under the name given and
+// leaves no temporary file beside it.
+func TestCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cpu.pprof")
+	code, _, errs := runCLI(t, "run", "--cpus", "4", "--sim-time", "20ms", "--seed", "1", "--quiet", "--cpuprofile", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a pprof profile is gzipped protobuf
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("%s is not a gzipped profile: % x", path, b[:min(len(b), 8)])
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("%d files in %s, want only the profile", len(ents), dir)
 	}
 }
