@@ -171,7 +171,7 @@ func (l *Lock) lock(c *CPU, nested bool) {
 		c.Hooks.Yield(c, PointAcquire)
 	}
 	if !l.mu.TryLock() {
-		c.Contended.Add(1)
+		bump(&c.Contended, 1)
 		spins := uint64(0)
 		for {
 			spins++
@@ -190,12 +190,12 @@ func (l *Lock) lock(c *CPU, nested bool) {
 				break
 			}
 		}
-		c.Spins.Add(spins)
-		c.SpinHist[spinBucket(spins)].Add(1)
+		bump(&c.Spins, spins)
+		bump(&c.SpinHist[spinBucket(spins)], 1)
 	} else {
-		c.SpinHist[0].Add(1)
+		bump(&c.SpinHist[0], 1)
 	}
-	c.Acquisitions.Add(1)
+	bump(&c.Acquisitions, 1)
 	l.holder.Store(int32(c.ID) + 1)
 	if c.nHeld == maxHeld {
 		panic("spinlock: too many locks held on cpu " + fmt.Sprint(c.ID) + ": " + c.HeldLocks())
@@ -203,6 +203,11 @@ func (l *Lock) lock(c *CPU, nested bool) {
 	c.held[c.nHeld] = l
 	c.nHeld++
 }
+
+// bump adds n to one of c's counters. Only c's goroutine writes them, so
+// an atomic load and store (whole values for scrapes) does without a
+// locked read-modify-write.
+func bump(a *atomic.Uint64, n uint64) { a.Store(a.Load() + n) }
 
 func spinBucket(spins uint64) int {
 	b := 0

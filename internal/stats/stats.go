@@ -91,11 +91,17 @@ type CPU struct {
 // MaxReasons bounds the migration reasons CPU.MigrateBy can count.
 const MaxReasons = 16
 
+// Bump adds n to a counter that only one goroutine writes (its CPU's, or
+// the auditor's while every other CPU is parked): an atomic load and
+// store, which readers (scrapes, summaries) see whole, without the
+// locked read-modify-write of Add that the single writer does not need.
+func Bump(a *atomic.Uint64, n uint64) { a.Store(a.Load() + n) }
+
 // Inc adds one to counter k.
-func (s *CPU) Inc(k Counter) { s.C[k].Add(1) }
+func (s *CPU) Inc(k Counter) { Bump(&s.C[k], 1) }
 
 // Add adds n to counter k.
-func (s *CPU) Add(k Counter, n uint64) { s.C[k].Add(n) }
+func (s *CPU) Add(k Counter, n uint64) { Bump(&s.C[k], n) }
 
 // Observe records v in histogram h.
 func (s *CPU) Observe(h CPUHist, v uint64) {
@@ -103,8 +109,8 @@ func (s *CPU) Observe(h CPUHist, v uint64) {
 	if b >= HistBuckets {
 		b = HistBuckets - 1
 	}
-	s.H[h][b].Add(1)
-	s.HSum[h].Add(v)
+	Bump(&s.H[h][b], 1)
+	Bump(&s.HSum[h], v)
 }
 
 // FindProxyTaskDone records one find_proxy_task call that walked links
