@@ -91,12 +91,6 @@ type CPU struct {
 // MaxReasons bounds the migration reasons CPU.MigrateBy can count.
 const MaxReasons = 16
 
-// Bump adds n to a counter that only one goroutine writes (its CPU's, or
-// the auditor's while every other CPU is parked): an atomic load and
-// store, which readers (scrapes, summaries) see whole, without the
-// locked read-modify-write of Add that the single writer does not need.
-func Bump(a *atomic.Uint64, n uint64) { a.Store(a.Load() + n) }
-
 // Inc adds one to counter k.
 func (s *CPU) Inc(k Counter) { Bump(&s.C[k], 1) }
 
