@@ -51,6 +51,7 @@ func TestFlagAndPathErrors(t *testing.T) {
 		{[]string{"run", "--strategy", "random"}, "add --deterministic"},
 		{[]string{"bugs", "--only", "nosuch"}, "--only"},
 		{[]string{"bugs", "--seeds", "3"}, "--seeds applies only with --hunt"},
+		{[]string{"bugs", "--race"}, "--race applies only with --hunt"},
 		{[]string{"bugs", "--hunt", "--jitter", "NaN"}, "--jitter NaN"},
 		{[]string{"explore", "--workers", "0"}, "--workers 0 out of range"},
 		{[]string{"explore", "--workers", "100000"}, "--workers 100000 out of range"},
@@ -145,5 +146,25 @@ func TestCPUProfile(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		t.Errorf("%d files in %s, want only the profile", len(ents), dir)
+	}
+}
+
+// bugs --hunt --race hunts with a race-detector binary: built on the fly
+// from a plain binary, in-process from a race build (as under go test
+// -race).
+func TestHuntRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the race binary")
+	}
+	code, out, errs := runCLI(t, "bugs", "--hunt", "--race", "--only", "runnable-without-return", "--seeds", "1", "--cpus", "8", "--control", "0", "--budget", "30s")
+	if code != exitOK || !strings.Contains(out, "race detector") || !strings.Contains(out, "runnable-without-return  1/1") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+func TestWithoutRace(t *testing.T) {
+	got := strings.Join(withoutRace([]string{"--hunt", "--race", "-race", "--race=true", "--only", "race", "--seeds", "1"}), " ")
+	if want := "--hunt --only race --seeds 1"; got != want {
+		t.Errorf("withoutRace: %q, want %q", got, want)
 	}
 }
