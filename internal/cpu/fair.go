@@ -94,13 +94,17 @@ func (cp *CPU) findBusiest(span []int, min int) *rq.RQ {
 	start := int(cp.c.Rand.IntN(n))
 	var best *rq.RQ
 	bestN := min - 1
-	for i := 0; i < n; i++ {
-		o := m.rqs[span[(start+i)%n]]
-		if o == cp.rq {
-			continue
-		}
-		if nr := o.NrRunning(); nr > bestN {
-			best, bestN = o, nr
+	// span[start:] then span[:start]: the same order as indexing
+	// (start+i)%n, without a division per CPU scanned.
+	for _, part := range [2][]int{span[start:], span[:start]} {
+		for _, cpu := range part {
+			o := m.rqs[cpu]
+			if o == cp.rq {
+				continue
+			}
+			if nr := o.NrRunning(); nr > bestN {
+				best, bestN = o, nr
+			}
 		}
 	}
 	return best
