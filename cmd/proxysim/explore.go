@@ -63,6 +63,11 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := mf.checkOutputs(); err != nil {
 		return 0, err
 	}
+	stopProfile, err := startCPUProfile(mf.cpuprofile, stderr)
+	if err != nil {
+		return 0, err
+	}
+	defer stopProfile()
 	log, err := mf.logs.build()
 	if err != nil {
 		return 0, err

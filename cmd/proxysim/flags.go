@@ -126,7 +126,9 @@ type machineFlags struct {
 	json     bool
 	report   string
 	trace    string
-	events   int
+	// cpuprofile is --cpuprofile: a pprof CPU profile of the whole command.
+	cpuprofile string
+	events     int
 	// printReport: a failure's report also goes to stderr (kubectl logs).
 	printReport bool
 	// set holds the flags given on the command line (after parsing).
@@ -161,6 +163,7 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.DurationVar(&mf.o.WakingBound, "waking-bound", def.WakingBound, "virtual time a task may stay BO_WAKING before it counts as never returned (0: no bound)")
 	fs.StringVar(&mf.report, "report", "", "failure report file, written only when the run fails (default "+reportDefault+")")
 	fs.StringVar(&mf.trace, "trace", "", "write the last events as Chrome/Perfetto trace-event JSON to this file")
+	fs.StringVar(&mf.cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the command to this file (go tool pprof FILE)")
 	fs.IntVar(&mf.events, "report-events", 400, "events of all CPUs to include in a failure report")
 	fs.BoolVar(&mf.printReport, "print-report", false, "on a failure, also print the report to stderr (for a container: kubectl logs shows it after the pod is gone from disk)")
 	if def.Strategy == "" {
@@ -250,9 +253,9 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 const forever = time.Duration(1 << 62)
 
 // checkOutputs checks, before anything runs, that the output files the
-// user named (--trace, --report) can be written.
+// user named (--trace, --report, --cpuprofile) can be written.
 func (mf *machineFlags) checkOutputs() error {
-	for _, f := range []struct{ flag, path string }{{"trace", mf.trace}, {"report", mf.report}} {
+	for _, f := range []struct{ flag, path string }{{"trace", mf.trace}, {"report", mf.report}, {"cpuprofile", mf.cpuprofile}} {
 		if f.path == "" {
 			continue
 		}

@@ -51,6 +51,7 @@ func TestFlagAndPathErrors(t *testing.T) {
 		{[]string{"run", "--strategy", "random"}, "add --deterministic"},
 		{[]string{"bugs", "--only", "nosuch"}, "--only"},
 		{[]string{"bugs", "--seeds", "3"}, "--seeds applies only with --hunt"},
+		{[]string{"bugs", "--race"}, "--race applies only with --hunt"},
 		{[]string{"bugs", "--hunt", "--jitter", "NaN"}, "--jitter NaN"},
 		{[]string{"explore", "--workers", "0"}, "--workers 0 out of range"},
 		{[]string{"explore", "--workers", "100000"}, "--workers 100000 out of range"},
@@ -63,6 +64,9 @@ func TestFlagAndPathErrors(t *testing.T) {
 		{[]string{"run", "--report", filepath.Join(missing, "r.txt")}, filepath.Join(missing, "r.txt")},
 		{[]string{"stress", "--report", filepath.Join(missing, "r.txt")}, filepath.Join(missing, "r.txt")},
 		{[]string{"explore", "--report", filepath.Join(missing, "r.txt")}, filepath.Join(missing, "r.txt")},
+		{[]string{"run", "--cpuprofile", filepath.Join(missing, "cpu.pprof")}, "--cpuprofile: cannot write " + filepath.Join(missing, "cpu.pprof")},
+		{[]string{"stress", "--cpuprofile", dir}, "--cpuprofile: " + dir + " is a directory"},
+		{[]string{"explore", "--cpuprofile", filepath.Join(missing, "cpu.pprof")}, filepath.Join(missing, "cpu.pprof")},
 		{[]string{"shrink", rep, "--out", filepath.Join(missing, "x.json")}, filepath.Join(missing, "x.json")},
 		{[]string{"shrink", rep, "--seeds", "0"}, "--seeds 0 out of range"},
 		{[]string{"run", "--cpus", "4", "--workload", wideMask}, wideMask + ": line 3: groups[0].cpus"},
@@ -119,5 +123,48 @@ func TestWriteFileAtomicErrorNamesPath(t *testing.T) {
 	err := sim.WriteFileAtomic(path, func(w io.Writer) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), ".tmp") {
 		t.Fatalf("error %v: want it to name %s and no temporary file", err, path)
+	}
+}
+
+// --cpuprofile writes a pprof profile of the run under the name given and
+// leaves no temporary file beside it.
+func TestCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cpu.pprof")
+	code, _, errs := runCLI(t, "run", "--cpus", "4", "--sim-time", "20ms", "--seed", "1", "--quiet", "--cpuprofile", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a pprof profile is gzipped protobuf
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("%s is not a gzipped profile: % x", path, b[:min(len(b), 8)])
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("%d files in %s, want only the profile", len(ents), dir)
+	}
+}
+
+// bugs --hunt --race hunts with a race-detector binary: built on the fly
+// from a plain binary, in-process from a race build (as under go test
+// -race).
+func TestHuntRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the race binary")
+	}
+	code, out, errs := runCLI(t, "bugs", "--hunt", "--race", "--only", "runnable-without-return", "--seeds", "1", "--cpus", "8", "--control", "0", "--budget", "30s")
+	if code != exitOK || !strings.Contains(out, "race detector") || !strings.Contains(out, "runnable-without-return  1/1") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+func TestWithoutRace(t *testing.T) {
+	got := strings.Join(withoutRace([]string{"--hunt", "--race", "-race", "--race=true", "--only", "race", "--seeds", "1"}), " ")
+	if want := "--hunt --only race --seeds 1"; got != want {
+		t.Errorf("withoutRace: %q, want %q", got, want)
 	}
 }

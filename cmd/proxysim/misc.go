@@ -14,7 +14,7 @@ import (
 	"github.com/proxysim/proxysim/internal/sim"
 )
 
-const bugsUsage = `Usage: proxysim bugs [--json] [--hunt [--seeds N] [--budget D] [--only NAME]]
+const bugsUsage = `Usage: proxysim bugs [--json] [--hunt [--seeds N] [--budget D] [--only NAME] [--race]]
 
 Lists the catalogue that --bug NAME switches on: historical bugs of the
 proxy-execution series (fixed upstream in the version named) and findings
@@ -40,6 +40,7 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.Float64Var(&sf.o.Jitter, "jitter", sf.o.Jitter, "with --hunt: stress jitter probability")
 	fs.BoolVar(&sf.o.Deterministic, "deterministic", false, "with --hunt: hunt in deterministic (serial) mode")
 	fs.StringVar(&sf.o.Strategy, "strategy", "random", "with --hunt --deterministic: time, random or pct:D")
+	race := fs.Bool("race", false, "with --hunt: hunt with the race detector: build the -race binary of the source tree in the current directory (go build -race) into a temporary directory and run the hunt with it")
 	if err := parse(fs, args, bugsUsage, stdout); err != nil {
 		return 0, err
 	}
@@ -83,6 +84,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if _, err := conductor.ParseStrategy(sf.o.Strategy); err != nil {
 		return 0, usagef("--strategy: %v", err)
+	}
+	if *race && !raceEnabled {
+		return runRaceBuild(args, stdout, stderr)
 	}
 	names := sim.BugNames()
 	if len(only) > 0 {
@@ -132,6 +136,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	mode := "concurrent"
 	if sf.o.Deterministic {
 		mode = "deterministic --strategy " + sf.o.Strategy
+	}
+	if raceEnabled {
+		mode += ", race detector"
 	}
 	fmt.Fprintf(stdout, "time to detection, proxysim stress --cpus %d (%s), %d seeds, budget %v per run\n", sf.o.CPUs, mode, *seeds, *budget)
 	fmt.Fprintf(stdout, "%-24s %-7s %-9s %-9s %s\n", "BUG", "CAUGHT", "MEDIAN", "MAX", "CAUGHT BY")

@@ -119,6 +119,11 @@ func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := sf.checkOutputs(); err != nil {
 		return 0, err
 	}
+	stopProfile, err := startCPUProfile(sf.cpuprofile, stderr)
+	if err != nil {
+		return 0, err
+	}
+	defer stopProfile()
 	log, err := sf.logs.build()
 	if err != nil {
 		return 0, err

@@ -49,6 +49,20 @@ type Conductor struct {
 	strat Strategy
 	rng   *rand.Rand
 	clock func(id int) int64 // virtual clock of a paused participant (time strategy)
+	// clocks, when set (SetClocks), are the participants' clock words,
+	// read directly instead of through clock: the time strategy reads
+	// every runnable participant's clock at every turn.
+	clocks []*int64
+	// tree is a tournament over the participants for the time strategy
+	// with clocks (SetClocks): leaf i is i while it is runnable and not
+	// spinning, else -1; an inner node holds the smaller-clock winner of
+	// its children (the lower index on a tie), so tree[1] is the pick of
+	// the full scan in O(1), kept up to date in O(log n) per change. Only
+	// the participant holding the turn moves its clock, so a turn changes
+	// the leaves of the previous holder and of the spinners it clears.
+	tree    []int32
+	leaves  int
+	spinIDs []int // participants with spinning set (cleared together)
 
 	mu       sync.Mutex // guards everything below
 	state    []state
@@ -119,11 +133,12 @@ func (c *Conductor) Yield(id int, spin bool) {
 	if !spin {
 		// Progress (a lock taken or dropped, a step done): whoever was
 		// spinning may now find what it waits for.
-		for i := range c.spinning {
-			c.spinning[i] = false
+		for _, i := range c.spinIDs {
+			c.setSpinning(i, false)
 		}
+		c.spinIDs = c.spinIDs[:0]
 	}
-	c.spinning[id] = spin
+	c.setSpinning(id, spin)
 	c.passTurnLocked(id)
 }
 
@@ -141,7 +156,7 @@ func (c *Conductor) passTurnLocked(id int) {
 func (c *Conductor) Block(id int) {
 	c.mu.Lock()
 	if !c.stopped {
-		c.state[id] = blocked
+		c.setState(id, blocked)
 	}
 	c.passTurnLocked(id)
 }
@@ -151,7 +166,7 @@ func (c *Conductor) Block(id int) {
 func (c *Conductor) Unblock(id int) {
 	c.mu.Lock()
 	if c.state[id] == blocked {
-		c.state[id] = runnable
+		c.setState(id, runnable)
 	}
 	c.mu.Unlock()
 }
@@ -159,7 +174,7 @@ func (c *Conductor) Unblock(id int) {
 // Exit removes participant id for good and passes the turn on.
 func (c *Conductor) Exit(id int) {
 	c.mu.Lock()
-	c.state[id] = exited
+	c.setState(id, exited)
 	c.scheduleLocked()
 	c.mu.Unlock()
 }
@@ -170,7 +185,7 @@ func (c *Conductor) Stop() {
 	c.stopped = true
 	for i, s := range c.state {
 		if s == blocked {
-			c.state[i] = runnable
+			c.setState(i, runnable)
 		}
 	}
 	if c.running < 0 {
@@ -181,6 +196,89 @@ func (c *Conductor) Stop() {
 	c.mu.Unlock()
 }
 
+// SetClocks gives the participants' clock words, read by the time
+// strategy while their owners are paused (they are what clock returns).
+// Call before the participants enter.
+func (c *Conductor) SetClocks(p []*int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clocks = p
+	if c.strat.Kind != "time" {
+		return
+	}
+	n := len(c.state)
+	c.leaves = 1
+	for c.leaves < n {
+		c.leaves <<= 1
+	}
+	c.tree = make([]int32, 2*c.leaves)
+	for i := range c.tree {
+		c.tree[i] = -1
+	}
+	for i := 0; i < n; i++ {
+		c.fixLocked(i)
+	}
+}
+
+// win returns the winner of a and b under the time strategy: the smaller
+// clock, the lower index on a tie; -1 is nobody.
+func (c *Conductor) win(a, b int32) int32 {
+	switch {
+	case a < 0:
+		return b
+	case b < 0:
+		return a
+	}
+	ka, kb := *c.clocks[a], *c.clocks[b]
+	if kb < ka || kb == ka && b < a {
+		return b
+	}
+	return a
+}
+
+// fixLocked recomputes participant i's leaf and its path to the root.
+func (c *Conductor) fixLocked(i int) {
+	if c.tree == nil {
+		return
+	}
+	leaf := int32(-1)
+	if c.state[i] == runnable && !c.spinning[i] {
+		leaf = int32(i)
+	}
+	k := c.leaves + i
+	c.tree[k] = leaf
+	for k > 1 {
+		k >>= 1
+		c.tree[k] = c.win(c.tree[2*k], c.tree[2*k+1])
+	}
+}
+
+// setSpinning sets participant i's spinning flag.
+func (c *Conductor) setSpinning(i int, v bool) {
+	if c.spinning[i] == v {
+		return
+	}
+	c.spinning[i] = v
+	if v {
+		c.spinIDs = append(c.spinIDs, i)
+	}
+	c.fixLocked(i)
+}
+
+// setState sets participant i's state.
+func (c *Conductor) setState(i int, s state) {
+	c.state[i] = s
+	c.fixLocked(i)
+}
+
+// clockOf returns participant i's virtual clock.
+func (c *Conductor) clockOf(i int) int64 {
+	if c.clocks != nil {
+		return *c.clocks[i]
+	}
+	return c.clock(i)
+}
+
 // MinOtherClock returns the smallest virtual clock of the other runnable
 // participants (math.MaxInt64 if none). Called by the participant holding
 // the turn, while the others are paused.
@@ -188,12 +286,12 @@ func (c *Conductor) MinOtherClock(id int) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := int64(1<<63 - 1)
-	if c.clock == nil {
+	if c.clock == nil && c.clocks == nil {
 		return m
 	}
 	for i, s := range c.state {
 		if i != id && s == runnable {
-			if t := c.clock(i); t < m {
+			if t := c.clockOf(i); t < m {
 				m = t
 			}
 		}
@@ -221,6 +319,9 @@ func (c *Conductor) Steps() uint64 {
 
 // scheduleLocked picks the next participant and hands it the turn.
 func (c *Conductor) scheduleLocked() {
+	if c.running >= 0 {
+		c.fixLocked(c.running) // its clock moved during its turn
+	}
 	next := c.pickLocked()
 	c.running = next
 	if next < 0 {
@@ -236,6 +337,9 @@ func (c *Conductor) scheduleLocked() {
 
 func (c *Conductor) pickLocked() int {
 	n := len(c.state)
+	if c.tree != nil && c.tree[1] >= 0 {
+		return int(c.tree[1]) // the time strategy's scan below, kept as a tree
+	}
 	// Prefer participants that are not spinning: whoever they wait for
 	// must get to run. If every runnable one spins, take them in turn
 	// (round robin), so that none is starved by the strategy's order.
@@ -257,21 +361,21 @@ func (c *Conductor) pickLocked() int {
 	best := -1
 	var bestKey int64
 	cands := 0
+	kind := c.strat.Kind
+	timed := kind == "time" && (c.clock != nil || c.clocks != nil)
 	for i := 0; i < n; i++ {
 		if c.state[i] != runnable || c.spinning[i] {
 			continue
 		}
 		cands++
 		var key int64
-		switch c.strat.Kind {
-		case "time":
-			if c.clock != nil {
-				key = c.clock(i)
-			}
-		case "pct":
+		switch {
+		case timed:
+			key = c.clockOf(i)
+		case kind == "pct":
 			key = -int64(c.prio[i])
 		}
-		if c.strat.Kind == "random" {
+		if kind == "random" {
 			// reservoir: uniform among candidates
 			if c.rng.IntN(cands) == 0 {
 				best = i

@@ -26,11 +26,29 @@ func (cp *CPU) movable(src *rq.RQ, t *task.Task, dst int) bool {
 	return !proxy.TaskIsBlocked(c, t)
 }
 
-// pullFrom moves the best movable task from src to this CPU. Both rq
-// locks are held.
+// nrMigrate is sysctl_sched_nr_migrate: detach_tasks() examines at most
+// this many tasks of the busiest runqueue (env->loop_max) per attempt.
+const nrMigrate = 32
+
+// pullFrom moves the best movable task from src to this CPU, examining
+// at most nrMigrate tasks with can_migrate_task() as detach_tasks() does.
+// Both rq locks are held.
+//
+// Without the bound a runqueue full of blocked donors (proxy migration
+// gathers a contended mutex's waiters on its owner's CPU) was walked
+// whole, a blocked_lock per donor, by every CPU going idle: about 72 tasks
+// per attempt, 99% of attempts finding nothing, 40% of the run's CPU time
+// (docs/architecture.md, "Cost of a simulated switch").
 func (cp *CPU) pullFrom(src *rq.RQ) *task.Task {
 	c, r := cp.c, cp.rq
-	t := src.PickBest(func(t *task.Task) bool { return cp.movable(src, t, r.CPU) })
+	examined := 0
+	t := src.PickBest(func(t *task.Task) bool {
+		if examined == nrMigrate {
+			return false
+		}
+		examined++
+		return cp.movable(src, t, r.CPU)
+	})
 	if t == nil {
 		return nil
 	}
@@ -76,13 +94,17 @@ func (cp *CPU) findBusiest(span []int, min int) *rq.RQ {
 	start := int(cp.c.Rand.IntN(n))
 	var best *rq.RQ
 	bestN := min - 1
-	for i := 0; i < n; i++ {
-		o := m.rqs[span[(start+i)%n]]
-		if o == cp.rq {
-			continue
-		}
-		if nr := o.NrRunning(); nr > bestN {
-			best, bestN = o, nr
+	// span[start:] then span[:start]: the same order as indexing
+	// (start+i)%n, without a division per CPU scanned.
+	for _, part := range [2][]int{span[start:], span[:start]} {
+		for _, cpu := range part {
+			o := m.rqs[cpu]
+			if o == cp.rq {
+				continue
+			}
+			if nr := o.NrRunning(); nr > bestN {
+				best, bestN = o, nr
+			}
 		}
 	}
 	return best

@@ -181,6 +181,13 @@ func New(cfg Config) (*Machine, error) {
 		m.rqs = append(m.rqs, r)
 		m.Stats = append(m.Stats, st)
 	}
+	if m.cond != nil {
+		clocks := make([]*int64, len(m.cpus))
+		for i, cp := range m.cpus {
+			clocks[i] = &cp.c.Now
+		}
+		m.cond.SetClocks(clocks)
+	}
 	m.buildSpans()
 	m.bar.init(m)
 	return m, nil

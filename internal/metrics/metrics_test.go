@@ -525,6 +525,18 @@ func TestServe(t *testing.T) {
 	if resp, _ = get(t, base+"/nothing", ""); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/nothing: %s", resp.Status)
 	}
+	// net/http/pprof on the same listener: the index, a heap profile, and
+	// a CPU profile longer than nothing (seconds=1) that the server's
+	// timeouts do not cut off.
+	if resp, body = get(t, base+"/debug/pprof/", ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("/debug/pprof/: %s %.200q", resp.Status, body)
+	}
+	if resp, body = get(t, base+"/debug/pprof/heap?debug=1", ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, "heap profile") {
+		t.Errorf("/debug/pprof/heap: %s %.200q", resp.Status, body)
+	}
+	if resp, body = get(t, base+"/debug/pprof/profile?seconds=1", ""); resp.StatusCode != http.StatusOK || len(body) == 0 {
+		t.Errorf("/debug/pprof/profile: %s %.200q", resp.Status, body)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	n, bytes := ScrapeLoop(ctx, base+"/metrics", 20*time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"strconv"
 	"strings"
@@ -55,12 +56,43 @@ func Handler(reg *prometheus.Registry) http.Handler {
 
 const indexPage = `<!DOCTYPE html>
 <html><head><title>proxysim metrics</title></head>
-<body><h1>proxysim</h1><p><a href="%s">Metrics</a></p></body></html>
+<body><h1>proxysim</h1><p><a href="%s">Metrics</a></p><p><a href="%s">Profiles</a> (net/http/pprof)</p></body></html>
 `
 
+// PprofPath is where Serve exposes the net/http/pprof handlers.
+const PprofPath = "/debug/pprof/"
+
+// pprofMux registers net/http/pprof's handlers on mux under PprofPath.
+// The CPU profile and the execution trace run for ?seconds= (30 by
+// default), longer than the server's WriteTimeout: they get a write
+// deadline of their own and are told there is no server timeout.
+func pprofMux(mux *http.ServeMux) {
+	mux.HandleFunc(PprofPath, pprof.Index)
+	mux.HandleFunc(PprofPath+"cmdline", pprof.Cmdline)
+	mux.Handle(PprofPath+"profile", longRunning(http.HandlerFunc(pprof.Profile)))
+	mux.HandleFunc(PprofPath+"symbol", pprof.Symbol)
+	mux.Handle(PprofPath+"trace", longRunning(http.HandlerFunc(pprof.Trace)))
+}
+
+// longRunning lets a handler that streams for ?seconds= (at most 10
+// minutes) outlive the server's WriteTimeout.
+func longRunning(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sec, err := strconv.ParseFloat(r.FormValue("seconds"), 64)
+		if err != nil || sec <= 0 {
+			sec = 30
+		}
+		sec = min(sec, 600)
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Duration(sec*float64(time.Second)) + 15*time.Second))
+		ctx := context.WithValue(r.Context(), http.ServerContextKey, &http.Server{})
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // Serve listens on addr (resolved with ResolveAddr, so ":9464" binds the
-// loopback interface only) and serves /metrics and an index page linking
-// to it, in the background. It returns the bound address (which tells the
+// loopback interface only) and serves /metrics, the net/http/pprof
+// profiles under /debug/pprof/ and an index page linking to both, in the
+// background. It returns the bound address (which tells the
 // port chosen for port 0) and a shutdown function that stops the server
 // gracefully, within ctx, and reports any error the server hit.
 func Serve(addr string, reg *prometheus.Registry) (bound string, shutdown func(context.Context) error, err error) {
@@ -74,13 +106,14 @@ func Serve(addr string, reg *prometheus.Registry) (bound string, shutdown func(c
 	}
 	mux := http.NewServeMux()
 	mux.Handle(MetricsPath, Handler(reg))
+	pprofMux(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, indexPage, html.EscapeString(MetricsPath))
+		fmt.Fprintf(w, indexPage, html.EscapeString(MetricsPath), html.EscapeString(PprofPath))
 	})
 	srv := &http.Server{
 		Handler:           mux,

@@ -55,7 +55,7 @@ func (c *Ctx) Emit(k trace.Kind, task, a, b, x int32) {
 }
 
 // Inc bumps counter k of this CPU.
-func (c *Ctx) Inc(k stats.Counter) { c.Stats.C[k].Add(1) }
+func (c *Ctx) Inc(k stats.Counter) { stats.Bump(&c.Stats.C[k], 1) }
 
 // Add adds n to counter k of this CPU.
-func (c *Ctx) Add(k stats.Counter, n uint64) { c.Stats.C[k].Add(n) }
+func (c *Ctx) Add(k stats.Counter, n uint64) { stats.Bump(&c.Stats.C[k], n) }

@@ -653,7 +653,7 @@ func SetTaskCPU(c *percpu.Ctx, p *task.Task, cpu int, keepWakeCPU bool, reason t
 		p.WakeCPU = cpu
 	}
 	c.Inc(stats.Migrations)
-	c.Stats.MigrateBy[reason].Add(1)
+	stats.Bump(&c.Stats.MigrateBy[reason], 1)
 	c.Emit(trace.EvMigrate, int32(p.ID), int32(from), int32(cpu), int32(reason))
 }
 

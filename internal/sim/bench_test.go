@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -43,6 +44,45 @@ func BenchmarkSwitchRate(b *testing.B) {
 			}
 			b.ReportMetric(float64(switches)/wall.Seconds(), "switches/s")
 			b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkEventCost reports the wall cost of one simulated event (and of
+// one context switch) at 32 to 1024 CPUs on the default workload with
+// proxy execution on, to check that the per-event cost stays flat as
+// the machine grows (issue 13: within 1.5x from 32 to 1024):
+//
+//	go test -run '^$' -bench EventCost -benchtime 2x ./internal/sim
+func BenchmarkEventCost(b *testing.B) {
+	for _, cpus := range []int{32, 64, 256, 1024} {
+		b.Run(fmt.Sprintf("cpus=%d", cpus), func(b *testing.B) {
+			var switches, events uint64
+			var wall time.Duration
+			for i := 0; i < b.N; i++ {
+				o := Defaults()
+				o.CPUs = cpus
+				o.SimTime = 100 * time.Millisecond
+				o.Seed = uint64(i + 1)
+				sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := Build(o, sc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := r.Execute()
+				if s.Failed() {
+					b.Fatal(s.Violations[0])
+				}
+				switches += s.ContextSwitches
+				events += r.Machine.EventCount()
+				wall += r.Machine.WallTime()
+			}
+			b.ReportMetric(float64(wall.Nanoseconds())/float64(events), "ns/event")
+			b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
+			b.ReportMetric(float64(switches)/wall.Seconds(), "switches/s")
 		})
 	}
 }

@@ -69,8 +69,14 @@ func (v *Validator) check(c *CPU, l *Lock, nested bool) {
 			v.report(c, h, l, "recursive acquisition (self-deadlock)")
 			continue
 		}
-		if !v.seen[h.class][l.class].Load() {
-			v.seen[h.class][l.class].Store(true)
+		// c.known caches the edges this CPU has already seen recorded,
+		// so the common case reads no shared word (under the race
+		// detector each atomic load is a synchronisation event).
+		if c.known[h.class]&(1<<l.class) == 0 {
+			if !v.seen[h.class][l.class].Load() {
+				v.seen[h.class][l.class].Store(true)
+			}
+			c.known[h.class] |= 1 << l.class
 		}
 		switch {
 		case rank[h.class] >= 9:

@@ -92,10 +92,10 @@ type CPU struct {
 const MaxReasons = 16
 
 // Inc adds one to counter k.
-func (s *CPU) Inc(k Counter) { s.C[k].Add(1) }
+func (s *CPU) Inc(k Counter) { Bump(&s.C[k], 1) }
 
 // Add adds n to counter k.
-func (s *CPU) Add(k Counter, n uint64) { s.C[k].Add(n) }
+func (s *CPU) Add(k Counter, n uint64) { Bump(&s.C[k], n) }
 
 // Observe records v in histogram h.
 func (s *CPU) Observe(h CPUHist, v uint64) {
@@ -103,8 +103,8 @@ func (s *CPU) Observe(h CPUHist, v uint64) {
 	if b >= HistBuckets {
 		b = HistBuckets - 1
 	}
-	s.H[h][b].Add(1)
-	s.HSum[h].Add(v)
+	Bump(&s.H[h][b], 1)
+	Bump(&s.HSum[h], v)
 }
 
 // FindProxyTaskDone records one find_proxy_task call that walked links
