@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/proxy"
@@ -64,14 +65,18 @@ func TestFindingChildIsBlockedRead(t *testing.T) {
 	r0 := m.rqs[0]
 	var wg sync.WaitGroup
 	wg.Add(2)
+	// Sleeps, which order nothing, keep the writer alive while the reader
+	// runs (the detector reports a race from the stacks of both).
 	go func() { // cpu0: try_to_block_task's write, under W's rq lock
 		defer wg.Done()
 		r0.Lock(c0)
 		w.SetIsBlocked(true)
 		r0.Unlock(c0)
+		time.Sleep(200 * time.Millisecond)
 	}()
 	go func() { // cpu1: O's wake-up activates its waiters, under W's pi_lock
 		defer wg.Done()
+		time.Sleep(50 * time.Millisecond)
 		proxy.ActivateBlockedWaiters(c1, m, 1, o)
 	}()
 	wg.Wait()

@@ -580,11 +580,13 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *task.Task) {
 	w.PiLock.Lock(c.CPU)
 	defer w.PiLock.Unlock(c.CPU)
-	blocked := w.IsBlockedOnce()
+	var blocked bool
 	if c.Bug(bugs.IsBlockedPlainRead) {
 		// Finding F4: the kernel's plain read of is_blocked, with only
 		// w's pi_lock held; its writers hold w's rq lock.
 		blocked = w.IsBlocked()
+	} else {
+		blocked = w.IsBlockedOnce() // READ_ONCE: the proposed fix
 	}
 	if !blocked || w.State() == task.Waking || w.OnRQ() != task.OnRQNone {
 		return

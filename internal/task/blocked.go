@@ -60,7 +60,7 @@ func (p *Task) ClearBlockedOn(c *percpu.Ctx, m Lock, traced bool) {
 
 // IsBlocked returns p->is_blocked. The caller holds the rq lock of
 // task_cpu(p), or is p (current).
-func (p *Task) IsBlocked() bool { return p.isBlocked }
+func (p *Task) IsBlocked() bool { return p.isBlocked != 0 }
 
 // IsBlockedOnce is READ_ONCE(p->is_blocked), for a reader that holds
 // neither (do_activate_blocked_waiter, under p's pi_lock alone): finding
@@ -74,6 +74,9 @@ func (p *Task) IsBlockedOnce() bool { return p.isBlockedOnce.Load() }
 // sleep, donor-keep and wake events imply it; find_proxy_task traces the
 // clears it makes itself.
 func (p *Task) SetIsBlocked(v bool) {
-	p.isBlocked = v
+	p.isBlocked = 0
+	if v {
+		p.isBlocked = 1
+	}
 	p.isBlockedOnce.Store(v)
 }

@@ -178,7 +178,10 @@ type Task struct {
 	// under that rq lock or by p itself. isBlockedOnce mirrors it for
 	// do_activate_blocked_waiter, which reads it under p's pi_lock alone
 	// (READ_ONCE: finding F4's fix; the kernel reads the plain field).
-	isBlocked     bool
+	// isBlocked is 0 or 1 in a word of its own: the race detector keeps
+	// a few accesses per 8-byte word, and neighbours could push the
+	// record of a racing access out of it.
+	isBlocked     int64
 	isBlockedOnce atomic.Bool
 	// blockedDonor is who donates to us right now. Written with the rq
 	// lock of task_cpu(p) held by __schedule and find_proxy_task while p
@@ -403,5 +406,5 @@ func (p *Task) SetBlockedDonor(d *Task) { p.blockedDonor = d }
 // Peek returns the blocked fields without asserting a lock: only for
 // stop-the-world audits and reports, when every CPU is parked.
 func (p *Task) Peek() (m Lock, isBlocked bool, donor *Task) {
-	return p.blockedOn, p.isBlocked, p.blockedDonor
+	return p.blockedOn, p.isBlocked != 0, p.blockedDonor
 }
