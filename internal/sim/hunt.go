@@ -22,6 +22,9 @@ type HuntResult struct {
 // violation was found.
 func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 	o.Duration = budget
+	if o.Bugs.Has(bugs.CoreschedStall) && o.CoreSched == "" {
+		o.CoreSched = "v3" // the entry lives in v3's core-wide pick
+	}
 	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
 	if err != nil {
 		return HuntResult{}, err
