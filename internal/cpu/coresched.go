@@ -64,6 +64,7 @@ func (m *Machine) enableCoreSched() {
 			sibs[k] = m.rqs[j]
 		}
 		r.EnableCore(m.rqs[m.topo.CoreLeader(i)], sibs)
+		r.Core.NoFITick = m.cfg.CoreSched == CoreV3
 	}
 }
 

@@ -78,7 +78,7 @@ func DefaultConfig() Config {
 		CPUs: 256, Tick: 1_000_000, Epoch: 1_000_000, SimTime: 1_000_000_000, Proxy: true, SleepingOwners: true,
 		RingSize: 2048, Balance: 4_000_000, AuditEvery: 50, ProgressBound: 2_000_000_000, WakingBound: 200_000_000,
 		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100,
-		Live: audit.DefaultLiveConfig(), CoreStallFix: true, CoreStarveBound: 200_000_000,
+		Live: audit.DefaultLiveConfig(), CoreStallFix: true, CoreStarveBound: 100_000_000,
 	}
 }
 

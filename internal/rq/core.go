@@ -19,6 +19,9 @@ import (
 type CoreState struct {
 	Leader   *RQ   // rq->core
 	Siblings []*RQ // cpu_smt_mask(cpu) in CPU order, this rq included
+	// NoFITick leaves out task_tick_core (RFC v3 had no forced-idle
+	// tick; it came with 8039e96fcc1d in 2021). Set before start.
+	NoFITick bool
 
 	// Per runqueue (core lock).
 	Pick             *task.Task // rq->core_pick: the task a sibling's core pick chose for this CPU
@@ -186,7 +189,7 @@ func (r *RQ) CPUCookieMatch(p *task.Task) bool {
 // (MIN_NR_TASKS_DURING_FORCEIDLE = 2): reschedule, so that the core pick
 // runs again and the starved sibling gets its turn.
 func (r *RQ) coreTickForceIdle(se *task.SchedEntity) bool {
-	if !r.CoreEnabled() || r.Core.Leader.Core.ForceidleCount == 0 || len(r.fair) != 1 {
+	if !r.CoreEnabled() || r.Core.NoFITick || r.Core.Leader.Core.ForceidleCount == 0 || len(r.fair) != 1 {
 		return false
 	}
 	return FairSlice-se.Slice > FairSlice/2
