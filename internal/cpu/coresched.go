@@ -90,6 +90,9 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 		next := r.Core.Pick
 		r.Core.Pick = nil
 		c.Inc(stats.CoreFastPicks)
+		if core.Core.ForceidleCount > 0 && next == r.Idle {
+			cp.queueCoreBalance()
+		}
 		return next
 	}
 	// prev_balance: the model's newidle pass when this rq is empty.
@@ -201,6 +204,9 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 	r.Core.SchedSeq = core.Core.PickSeq
 	cp.coreReschedSiblings(next, occ, fiBefore)
 	c.Emit(trace.EvCorePick, int32(next.ID), int32(cookie), int32(core.Core.ForceidleCount), 0)
+	if !r.Core.PickBlockedDonor && core.Core.ForceidleCount > 0 && next == r.Idle {
+		cp.queueCoreBalance()
+	}
 	return next
 }
 
@@ -313,6 +319,9 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 	r.Core.SchedSeq = core.Core.PickSeq
 	cp.coreReschedSiblings(next, occ, true) // v3 has no min_vruntime_fi
 	c.Emit(trace.EvCorePick, int32(next.ID), int32(core.Core.Cookie), int32(core.Core.ForceidleCount), 0)
+	if core.Core.ForceidleCount > 0 && next == r.Idle {
+		cp.queueCoreBalance()
+	}
 	return next
 }
 
@@ -367,10 +376,96 @@ func (cp *CPU) coreSwapPick() *task.Task {
 		}
 		core.Core.ForceidleCount++
 		c.Inc(stats.CoreForcedIdle)
-		return proxy.ReschedIdle(c, r)
+		idle := proxy.ReschedIdle(c, r)
+		cp.queueCoreBalance()
+		return idle
 	}
 	r.Core.PickBlockedDonor = true
 	return nil
+}
+
+// queueCoreBalance is queue_core_balance(): a CPU forced idle under a
+// core cookie, with tasks queued, looks for a task with that cookie to
+// steal once the pick is done (sched_core_balance as a balance callback).
+func (cp *CPU) queueCoreBalance() {
+	r := cp.rq
+	if !r.CoreEnabled() || r.Core.Leader.Core.Cookie == 0 || r.NrRunning() == 0 {
+		return
+	}
+	r.QueueBalanceCallback(cp.c, rq.BalanceCallback{Name: "sched_core_balance", Fn: cp.m.schedCoreBalance})
+}
+
+// schedCoreBalance is sched_core_balance(): drop this rq's lock and, domain
+// by domain from the smallest, try to steal a task with the core cookie
+// from another CPU, until one is stolen or a reschedule is pending.
+func (m *Machine) schedCoreBalance(c *percpu.Ctx, r *rq.RQ) {
+	cpu := r.CPU
+	r.Unlock(c)
+	for _, span := range m.spans(cpu) {
+		if r.NeedResched() || m.stealCookieTask(c, cpu, span) {
+			break
+		}
+	}
+	r.Lock(c)
+}
+
+// stealCookieTask is steal_cookie_task(): the CPUs of span from cpu+1 on,
+// wrapping.
+func (m *Machine) stealCookieTask(c *percpu.Ctx, cpu int, span []int) bool {
+	start := 0
+	for k, i := range span {
+		if i > cpu {
+			start = k
+			break
+		}
+	}
+	for k := range span {
+		i := span[(start+k)%len(span)]
+		if i == cpu {
+			continue
+		}
+		if m.rqs[cpu].NeedResched() {
+			break
+		}
+		if m.tryStealCookie(c, cpu, i) {
+			return true
+		}
+	}
+	return false
+}
+
+// tryStealCookie is try_steal_cookie(this, that): under double_rq_lock,
+// if this CPU still idles under a core cookie, move the best task of
+// that CPU with the cookie that is not its core_pick, curr or donor, not
+// mutex-blocked, allowed here and not from a busier core
+// (core_occupation), with move_queued_task_locked, and reschedule here.
+func (m *Machine) tryStealCookie(c *percpu.Ctx, this, that int) bool {
+	dst, src := m.rqs[this], m.rqs[that]
+	rq.DoubleLock(c, dst, src)
+	defer rq.DoubleUnlock(c, dst, src)
+	cookie := dst.Core.Leader.Core.Cookie
+	if cookie == 0 || dst.Curr() != dst.Idle {
+		return false
+	}
+	for _, p := range src.CookieTasks(c, cookie) {
+		if p == src.Core.Pick || p == src.Curr() {
+			continue
+		}
+		if !c.Bug(bugs.CoreStealDonor) && (p == src.Donor(c) || proxy.TaskIsBlocked(c, p)) {
+			continue
+		}
+		if !p.CPUsMask.Has(this) || p.CoreOccupation > dst.Idle.CoreOccupation {
+			continue
+		}
+		src.DeactivateTask(c, p, rq.DequeueMigrating)
+		rq.SetTaskCPU(c, p, this, false, trace.ReasonLoadBalance)
+		dst.ActivateTask(c, p, rq.EnqueueMigrated)
+		dst.ReschedCurr(c)
+		c.Inc(stats.CoreSteals)
+		c.Emit(trace.EvLoadBalance, int32(p.ID), int32(that), int32(this), 0)
+		return true
+	}
+	return false
 }
 
 // coreRetainDonor is sched_core_retain_donor(): after a core re-pick that

@@ -99,6 +99,7 @@ var counterHelp = map[string]string{
 	"core_sibling_ipis":          "Core scheduling: sibling reschedules sent by core picks.",
 	"core_cookie_swaps":          "Core scheduling: proxy owners whose cookie did not match the core's (sched_core_swap_pick).",
 	"core_cookie_sets":           "Core scheduling: task cookie changes (prctl PR_SCHED_CORE).",
+	"core_steals":                "Core scheduling: tasks moved to a forced-idle CPU by try_steal_cookie.",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

@@ -6,6 +6,8 @@
 package rq
 
 import (
+	"sort"
+
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/task"
 )
@@ -146,6 +148,22 @@ func (r *RQ) TaskVruntimeUpdate(c *percpu.Ctx, p *task.Task, inFI bool) {
 func (r *RQ) SchedCoreFind(c *percpu.Ctx, cookie uint64) *task.Task {
 	r.AssertHeld(c)
 	return r.PickBest(func(t *task.Task) bool { return t.CoreCookie == cookie })
+}
+
+// CookieTasks is the sched_core_find / sched_core_next walk: the queued
+// tasks with the cookie, highest priority first.
+func (r *RQ) CookieTasks(c *percpu.Ctx, cookie uint64) []*task.Task {
+	r.AssertHeld(c)
+	var out []*task.Task
+	for _, q := range [2][]*task.Task{r.rt, r.fair} {
+		for _, t := range q {
+			if t.CoreCookie == cookie {
+				out = append(out, t)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return better(out[i], out[j]) })
+	return out
 }
 
 // PickClass is class->pick_task(rq) for v3's per-class loop: the best

@@ -32,6 +32,9 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 			o.Workload = "coresched"
 		}
 	}
+	if o.Bugs.Has(bugs.CoreStealDonor) && o.CoreSched == "" {
+		o.CoreSched = "on" // the forced-idle balancer exists only with core scheduling
+	}
 	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
 	if err != nil {
 		return HuntResult{}, err
