@@ -12,6 +12,7 @@ import (
 
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/conductor"
+	"github.com/proxysim/proxysim/internal/cpu"
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/topology"
@@ -61,6 +62,51 @@ func (l proxyLevel) Set(s string) error {
 	}
 	if !l.o.SetProxyLevel(s) {
 		return fmt.Errorf("want off, single-rq or full (on), not %q", s)
+	}
+	return nil
+}
+
+// coreSchedFlag is --core-sched: alone it means on (the 5.14 pick);
+// --core-sched=v3 selects RFC v3's pick, =off switches it off.
+type coreSchedFlag struct{ v *string }
+
+func (f coreSchedFlag) String() string {
+	if f.v == nil || *f.v == "" {
+		return "off"
+	}
+	return *f.v
+}
+
+func (f coreSchedFlag) Set(s string) error {
+	if _, err := cpu.ParseCoreMode(s); err != nil {
+		return err
+	}
+	*f.v = s
+	return nil
+}
+
+func (f coreSchedFlag) IsBoolFlag() bool { return true }
+
+// schedFeatures is --sched-features: the kernel's names, NO_ to clear.
+type schedFeatures struct{ o *sim.Options }
+
+func (f schedFeatures) String() string {
+	if f.o != nil && f.o.NoStallFix {
+		return "NO_CORESCHED_STALL_FIX"
+	}
+	return "CORESCHED_STALL_FIX"
+}
+
+func (f schedFeatures) Set(s string) error {
+	for _, n := range strings.Split(s, ",") {
+		switch strings.TrimSpace(n) {
+		case "CORESCHED_STALL_FIX":
+			f.o.NoStallFix = false
+		case "NO_CORESCHED_STALL_FIX":
+			f.o.NoStallFix = true
+		default:
+			return fmt.Errorf("unknown sched feature %q (known: CORESCHED_STALL_FIX, NO_ to clear)", n)
+		}
 	}
 	return nil
 }
@@ -154,6 +200,8 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.BoolVar(&mf.json, "json", false, "print the summary as one JSON object on stdout")
 	fs.Var(proxyLevel{&mf.o}, "proxy-exec", "proxy execution off|single-rq|full (on = full): off is the sched_proxy_exec boot argument off, single-rq upstream's same-runqueue proxying (proxy_deactivate otherwise), full the whole series")
 	fs.Var(onOff{&mf.o.SleepingOwners}, "sleeping-owners", "full-series sleeping-owner parking on|off (off: proxy_deactivate)")
+	fs.Var(coreSchedFlag{&mf.o.CoreSched}, "core-sched", "core scheduling on SMT siblings: --core-sched (the merged 5.14 core-wide pick, the reference's proxy hooks), --core-sched=v3 (RFC v3's pick_task), =off (default); untagged workloads get cookies by group")
+	fs.Var(schedFeatures{&mf.o}, "sched-features", "sched features by the kernel's names, comma-separated, NO_ to clear: CORESCHED_STALL_FIX (default on; read by --core-sched=v3)")
 	fs.Var(listFlag{&mf.bugNames}, "bug", "switch a catalogued bug back on (repeatable; see 'proxysim bugs')")
 	fs.DurationVar(&mf.o.Tick, "tick", def.Tick, "virtual scheduler tick")
 	fs.DurationVar(&mf.o.Epoch, "epoch", def.Epoch, "virtual time between CPU barriers (bounds clock skew; audits run there)")

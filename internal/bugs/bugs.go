@@ -51,6 +51,8 @@ const (
 	EarlyActivation                 // finding F1 (model decision 8)
 	ProxyKeepsDonor                 // finding F2 (model decision 5)
 	IsBlockedPlainRead              // finding F4
+	CoreschedStall                  // core scheduling v3: pick_task favours its first argument on ties
+	CoreStealDonor                  // try_steal_cookie moves a proxy-exec donor (v30 1/7)
 	NumBugs
 )
 
@@ -137,6 +139,12 @@ var Catalogue = []Bug{
 	{IsBlockedPlainRead, 0, "is-blocked-plain-read", Finding, "open@014c4be7",
 		"do_activate_blocked_waiter reads p->is_blocked holding only p's pi_lock, while try_to_block_task (rq lock only) and sched_ttwu_pending's ttwu_do_wakeup (rq lock only) write it: a plain concurrent read and write (KCSAN's data race). The checks that follow (TASK_WAKING, on_rq, on_cpu) make the decision right either way; the fix is READ_ONCE/WRITE_ONCE",
 		"race detector only (build with -race): DATA RACE between doActivateBlockedWaiter and tryToBlockTask or ttwuDoWakeup"},
+	{CoreschedStall, 0, "coresched-stall", Historical, "core scheduling v3 (CORESCHED_STALL_FIX, Jun 2019)",
+		"core scheduling v3's pick_task, when the core cookie is 0 (the max so far is untagged), keeps a tagged candidate unless prio_less(candidate, max): on a tie (v3's cross-CPU vruntime normalisation makes one-task-per-CPU compares tie) the tagged task wins, becomes max and forces the untagged sibling idle, for as long as the tagged side keeps running. --bug restores that comparison (NO_CORESCHED_STALL_FIX); the fix is max && !prio_less(max, candidate). Needs --core-sched v3",
+		"audit: untagged runnable task starved on a forced-idle CPU beyond the bound (invariant 45)"},
+	{CoreStealDonor, 0, "core-steal-donor", Historical, "v30 (\"sched/core: Don't steal a proxy-exec donor\", July 2026)",
+		"try_steal_cookie, the forced-idle balancer, skipped only src->core_pick and src->curr: it could move src's rq->donor (a blocked donor a proxy runs for) or another mutex-blocked donor to a forced-idle CPU by a non-proxy path. The reference skips p == src->donor and task_is_blocked(p); --bug removes both skips (the v30 patch body was not read: the mechanism is inferred from its title and the reference's code). Needs --core-sched",
+		"audit: donor not queued on its rq / stale donor reference (invariants 4, 5, 16); lost blocked chains (liveness)"},
 }
 
 // raceOnly are the entries only the race detector catches.

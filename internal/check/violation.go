@@ -44,6 +44,8 @@ const (
 	InvLostWakeup        Invariant = 35 // a TASK_UNINTERRUPTIBLE sleeper is referenced by something that will wake it
 	InvLivelock          Invariant = 36 // re-picks per context switch stay near the run's own baseline
 	InvChargeLedger      Invariant = 37 // class time to the donor, execution time to curr, per proxied interval
+	InvCoreCookie        Invariant = 44 // SMT siblings never execute (rq->curr) tasks of different cookies at once
+	InvCoreStarve        Invariant = 45 // an untagged runnable task on a forced-idle CPU waits at most a bound
 )
 
 var invNames = map[Invariant]string{
@@ -58,6 +60,7 @@ var invNames = map[Invariant]string{
 	InvInternal: "internal", InvProxyMigrate: "proxy-migrate", InvMutexMisuse: "mutex-misuse",
 	InvHandoffLiveness: "handoff-liveness", InvWaitAge: "wait-age", InvLostWakeup: "lost-wakeup",
 	InvLivelock: "livelock", InvChargeLedger: "charge-ledger",
+	InvCoreCookie: "core-cookie", InvCoreStarve: "core-starve",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

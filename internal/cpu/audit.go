@@ -17,6 +17,9 @@ func (m *Machine) audit(horizon int64) {
 			v.Seq = m.Log.Seq()
 			m.Rep.Report(v)
 		})
+	if m.cfg.CoreSched != CoreOff {
+		m.auditCore(horizon)
+	}
 	m.checkLiveness(horizon)
 }
 

@@ -38,16 +38,22 @@ func (cp *CPU) schedule(preempt bool) {
 			m.Report(c, check.InvBalanceCallbacks, nil, fmt.Sprintf("%d balance callbacks left from an abandoned pick at pick_again on cpu%d", n, r.CPU))
 			r.ZapBalanceCallbacks(c)
 		}
-		next = r.PickNextTask(c)
-		if next == r.Idle && pick < 4 && cp.newidleBalance() {
-			continue
+		if r.CoreEnabled() {
+			next = cp.corePickNextTask(pick)
+		} else {
+			next = r.PickNextTask(c)
+			if next == r.Idle && pick < 4 && cp.newidleBalance() {
+				continue
+			}
 		}
-		if d := r.Donor(c); d != next {
-			r.UpdateCurr(c)
-		}
-		r.SetDonor(c, next)
-		if next != r.Idle {
-			next.SetBlockedDonor(nil) // rq lock held: next is queued here
+		if !(c.Proxy && cp.coreRetainDonor()) {
+			if d := r.Donor(c); d != next {
+				r.UpdateCurr(c)
+			}
+			r.SetDonor(c, next)
+			if next != r.Idle {
+				next.SetBlockedDonor(nil) // rq lock held: next is queued here
+			}
 		}
 		cp.queueRTBalance(prev, next)
 		if c.Proxy && next != r.Idle && next.IsBlocked() {
@@ -69,6 +75,25 @@ func (cp *CPU) schedule(preempt bool) {
 					keepResched = true
 				}
 				break
+			}
+			if !r.CPUCookieMatch(n) {
+				// The execution context's cookie governs (the
+				// reference's sched_cpu_cookie_match after
+				// find_proxy_task).
+				if n = cp.coreSwapPick(); n == nil {
+					// RETRY_TASK: the reference goes to pick_again
+					// without zap_balance_callbacks(), where
+					// assert_balance_callbacks_empty() would WARN on
+					// what the first pick queued (docs/kernel-map.md).
+					r.ZapBalanceCallbacks(c)
+					if pick > 1000 {
+						m.Report(c, check.InvFPTNoWait, next, fmt.Sprintf("core re-pick for the owner %v of donor %v asked for 1000 times in one __schedule: livelock", n, next))
+						next = proxy.ReschedIdle(c, r)
+						keepResched = true
+						break
+					}
+					continue
+				}
 			}
 			next = n
 		}
@@ -97,6 +122,9 @@ func (cp *CPU) switchTo(prev, next *task.Task) {
 	c, r, m := cp.c, cp.rq, cp.m
 	if next != r.Idle {
 		cp.checkSwitchIn(prev, next)
+		if r.CoreEnabled() {
+			cp.checkCoreCookie(next)
+		}
 	}
 	r.SetCurr(c, next)
 	c.Inc(stats.ContextSwitches)

@@ -131,7 +131,7 @@ func (cp *CPU) newidleBalance() bool {
 			// The busiest runqueue changed while our lock was dropped.
 			c.Inc(stats.LockJugglingRetries)
 		}
-		busiest.Unlock(c)
+		rq.DoubleUnlockBalance(c, r, busiest) // a sibling sharing the core lock: keep it
 		if t != nil || r.NrRunning() > 0 {
 			return true
 		}

@@ -145,6 +145,12 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 			cfg.Proxy = a.Vals[0] == "on"
 		case "sleeping-owners":
 			cfg.SleepingOwners = a.Vals[0] == "on"
+		case "core-sched":
+			cs, err := ParseCoreMode(a.Vals[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.CoreSched = cs
 		case "topology":
 			tp, err := topology.Parse(a.Vals[0])
 			if err != nil {
@@ -212,8 +218,9 @@ func (h *harness) task(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	on := h.intArg(t, d, "on", mask.Next(0))
+	cookie := uint64(h.intArg(t, d, "cookie", 0))
 	prog := h.program(t, d)
-	p, err := h.m.AddTask(TaskSpec{Name: name, Policy: policy, Prio: prio, Mask: mask, Prog: prog, CPU: on, Seed: uint64(len(h.tasks) + 1)})
+	p, err := h.m.AddTask(TaskSpec{Name: name, Policy: policy, Prio: prio, Mask: mask, Prog: prog, CPU: on, Cookie: cookie, Seed: uint64(len(h.tasks) + 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,6 +257,8 @@ func (h *harness) program(t *testing.T, d *datadriven.TestData) *task.Program {
 			op.Target = h.tasks[f[1]].ID
 		case task.OpLoop:
 			op.Jump, _ = strconv.Atoi(f[1])
+		case task.OpCookie:
+			op.Prio, _ = strconv.Atoi(f[1])
 		}
 		pr.Ops = append(pr.Ops, op)
 	}
@@ -351,6 +360,10 @@ func (h *harness) format(e trace.Event) string {
 		return fmt.Sprintf("%s load balance pulls %s cpu%d->cpu%d", pre, n(e.Task), e.A, e.B)
 	case trace.EvViolation:
 		return fmt.Sprintf("%s VIOLATION invariant %d (%s)", pre, e.A, check.Invariant(e.A).Name())
+	case trace.EvCorePick:
+		return fmt.Sprintf("%s core pick: %s here, core cookie %d, %d forced idle", pre, n(e.Task), e.A, e.B)
+	case trace.EvCookie:
+		return fmt.Sprintf("%s %s cookie %d", pre, n(e.Task), e.A)
 	}
 	return fmt.Sprintf("%s %s %s", pre, e.Kind, n(e.Task))
 }

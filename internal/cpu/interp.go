@@ -61,6 +61,7 @@ var ops = [...]func(cp *CPU, p *task.Task, op *task.Op){
 	task.OpLoop:     (*CPU).opLoop,
 	task.OpChoose:   (*CPU).opChoose,
 	task.OpExit:     (*CPU).opExit,
+	task.OpCookie:   (*CPU).opCookie,
 }
 
 // opCompute runs compute for at most the budget to the next tick, timer or epoch end.

@@ -56,6 +56,16 @@ type Config struct {
 	// one CPU goroutine at a time, switching at every yield point, the
 	// next one chosen by this seeded strategy.
 	Strategy *conductor.Strategy
+	// CoreSched switches core scheduling on at boot (CONFIG_SCHED_CORE
+	// with a cookie in use): CoreOff, Core514 (the merged pick) or CoreV3
+	// (RFC v3's pick_task and pick_next_task).
+	CoreSched CoreMode
+	// CoreStallFix is the CORESCHED_STALL_FIX sched feature of v3 (only
+	// CoreV3 reads it); --bug coresched-stall overrides it.
+	CoreStallFix bool
+	// CoreStarveBound is how long (virtual ns) an untagged runnable task
+	// may wait on a forced-idle CPU (invariant 45; 0: off).
+	CoreStarveBound int64
 	// Live configures the liveness checks run at each audit (lost
 	// hand-offs, wait ages, lost wake-ups, run-scaled progress, livelock);
 	// the zero value switches them off.
@@ -68,7 +78,7 @@ func DefaultConfig() Config {
 		CPUs: 256, Tick: 1_000_000, Epoch: 1_000_000, SimTime: 1_000_000_000, Proxy: true, SleepingOwners: true,
 		RingSize: 2048, Balance: 4_000_000, AuditEvery: 50, ProgressBound: 2_000_000_000, WakingBound: 200_000_000,
 		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100,
-		Live: audit.DefaultLiveConfig(),
+		Live: audit.DefaultLiveConfig(), CoreStallFix: true, CoreStarveBound: 100_000_000,
 	}
 }
 
@@ -189,6 +199,9 @@ func New(cfg Config) (*Machine, error) {
 		m.cond.SetClocks(clocks)
 	}
 	m.buildSpans()
+	if cfg.CoreSched != CoreOff {
+		m.enableCoreSched()
+	}
 	m.bar.init(m)
 	return m, nil
 }
@@ -246,6 +259,7 @@ type TaskSpec struct {
 	Prog   *task.Program
 	CPU    int // initial CPU (must be in Mask)
 	Seed   uint64
+	Cookie uint64 // core-scheduling cookie (0: untagged)
 }
 
 // AddTask creates a task and wakes it (wake_up_new_task) on spec.CPU.
@@ -260,6 +274,7 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	id := len(m.tasks)
 	p := task.New(id, s.Name, len(m.cpus), s.CPU)
 	p.Group = s.Group
+	p.CoreCookie = s.Cookie
 	p.CPUsMask = s.Mask
 	p.NrCPUsAllowed = s.Mask.Weight()
 	switch s.Policy {

@@ -70,6 +70,12 @@ func (cp *CPU) shuffle() {
 	}
 	c.Inc(stats.AffinityShuffles)
 	m.setCPUsAllowed(c, p, mask)
+	if m.cfg.CoreSched != CoreOff {
+		// And a cookie change of another random task, running or not
+		// (prctl PR_SCHED_CORE_SHARE_TO): cookies 0-2.
+		q := m.tasks[1+c.Rand.IntN(len(m.tasks)-1)]
+		m.setCookie(c, q, uint64(c.Rand.IntN(3)))
+	}
 }
 
 // checkCurrDonor is invariant 4 at the tick, with the rq lock held: the

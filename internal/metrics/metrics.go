@@ -93,6 +93,13 @@ var counterHelp = map[string]string{
 	"migrations":                 "Task CPU changes (se.nr_migrations).",
 	"mutex_waits_done":           "Mutex waits that ended in an acquisition.",
 	"affinity_shuffles":          "Affinity masks changed by the stress shuffler.",
+	"core_picks":                 "Core scheduling: core-wide selections (pick_next_task's slow path).",
+	"core_fast_picks":            "Core scheduling: picks a sibling made for this CPU, taken on the fast path.",
+	"core_forced_idle":           "Core scheduling: CPUs left idle with tasks queued (forced idle).",
+	"core_sibling_ipis":          "Core scheduling: sibling reschedules sent by core picks.",
+	"core_cookie_swaps":          "Core scheduling: proxy owners whose cookie did not match the core's (sched_core_swap_pick).",
+	"core_cookie_sets":           "Core scheduling: task cookie changes (prctl PR_SCHED_CORE).",
+	"core_steals":                "Core scheduling: tasks moved to a forced-idle CPU by try_steal_cookie.",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

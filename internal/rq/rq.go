@@ -88,6 +88,9 @@ type RQ struct {
 	// Ledger, if set, checks the charges at every curr/donor change. Set
 	// before start.
 	Ledger Ledger
+	// Core is the core-scheduling state (core.go); its Leader is nil
+	// when core scheduling is off.
+	Core CoreState
 }
 
 // New returns the runqueue of cpu with its idle task.
@@ -252,6 +255,9 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 		r.fair = append(r.fair, p)
 	}
 	r.nrRunning.Add(1)
+	if r.Core.Leader != nil {
+		r.coreEnqueue()
+	}
 }
 
 // Dequeue removes p from its class queue (dequeue_task).
@@ -261,6 +267,9 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
 	if !se.Queued || se.QueueCPU != r.CPU {
 		c.Warn(check.InvOneQueue, p.ID, p.String(), "dequeue_task: %v not queued on cpu%d (queued=%v on cpu%d)", p, r.CPU, se.Queued, se.QueueCPU)
 		return
+	}
+	if r.Core.Leader != nil {
+		r.coreDequeue(c, flags)
 	}
 	q := &r.fair
 	if se.Policy.RT() {
@@ -518,6 +527,10 @@ func (r *RQ) Tick(c *percpu.Ctx) bool {
 		return false
 	}
 	if len(r.rt) > 0 {
+		r.SetNeedResched()
+		return true
+	}
+	if r.Core.Leader != nil && r.coreTickForceIdle(se) {
 		r.SetNeedResched()
 		return true
 	}

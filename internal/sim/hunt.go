@@ -22,6 +22,19 @@ type HuntResult struct {
 // violation was found.
 func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 	o.Duration = budget
+	if o.Bugs.Has(bugs.CoreschedStall) {
+		// The entry lives in v3's core-wide pick and shows with
+		// CPU-bound tagged tasks beside untagged ones (the thread's VMs).
+		if o.CoreSched == "" {
+			o.CoreSched = "v3"
+		}
+		if o.Workload == "stress" {
+			o.Workload = "coresched"
+		}
+	}
+	if o.Bugs.Has(bugs.CoreStealDonor) && o.CoreSched == "" {
+		o.CoreSched = "on" // the forced-idle balancer exists only with core scheduling
+	}
 	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
 	if err != nil {
 		return HuntResult{}, err

@@ -36,14 +36,19 @@ type Options struct {
 	// implies no sleeping-owner parking.
 	ProxySingleRQ bool
 	Bugs          bugs.Set
-	Tick          time.Duration
-	Epoch         time.Duration
-	AuditEvery    int
-	RingSize      int
-	HangTimeout   time.Duration
-	WakingBound   time.Duration
-	Hooks         func(cpu int) spinlock.Hooks
-	OnEpoch       func(m *cpu.Machine, horizon int64)
+	// CoreSched is --core-sched: off (""), on / 5.14, or v3; a scenario's
+	// "core_sched" applies when this is empty. NoStallFix is
+	// --sched-features NO_CORESCHED_STALL_FIX (v3 only).
+	CoreSched   string
+	NoStallFix  bool
+	Tick        time.Duration
+	Epoch       time.Duration
+	AuditEvery  int
+	RingSize    int
+	HangTimeout time.Duration
+	WakingBound time.Duration
+	Hooks       func(cpu int) spinlock.Hooks
+	OnEpoch     func(m *cpu.Machine, horizon int64)
 	// OnSetup, if set, is told how many of the scenario's tasks Build has
 	// created (every few thousand, and at the end).
 	OnSetup func(done, total int)
@@ -175,6 +180,15 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		cfg.ProxySingleRQ, cfg.SleepingOwners = true, false
 	}
 	cfg.Bugs = o.Bugs
+	if o.CoreSched == "" {
+		o.CoreSched = sc.CoreSched
+	}
+	cs, err := cpu.ParseCoreMode(o.CoreSched)
+	if err != nil {
+		return nil, err
+	}
+	cfg.CoreSched = cs
+	cfg.CoreStallFix = !o.NoStallFix
 	cfg.Seed = o.Seed
 	cfg.AuditEvery = o.AuditEvery
 	if o.RingSize > 0 {
@@ -244,7 +258,17 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	tagged := false
+	for _, p := range plans {
+		tagged = tagged || p.Cookie != 0
+	}
 	for i, p := range plans {
+		if cfg.CoreSched != cpu.CoreOff && !tagged {
+			// A workload without cookies under --core-sched: tag its
+			// groups round-robin (group 0, 3, ... untagged), as
+			// prctl(PR_SCHED_CORE) per process group would.
+			p.Cookie = uint64(p.Group % 3)
+		}
 		if o.OnSetup != nil && i%4096 == 0 {
 			o.OnSetup(i, len(plans))
 		}
@@ -255,7 +279,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 			c = p.Mask.Next(0)
 		}
 		if _, err := m.AddTask(cpu.TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio,
-			Mask: p.Mask, Prog: p.Prog, CPU: c, Seed: o.Seed + uint64(i)*0x9e3779b97f4a7c15}); err != nil {
+			Mask: p.Mask, Prog: p.Prog, CPU: c, Cookie: p.Cookie, Seed: o.Seed + uint64(i)*0x9e3779b97f4a7c15}); err != nil {
 			return nil, err
 		}
 	}
@@ -296,7 +320,8 @@ type Summary struct {
 	Tasks                 int                     `json:"tasks"`
 	Workload              string                  `json:"workload"`
 	ProxyExec             bool                    `json:"proxy_exec"`
-	ProxyLevel            string                  `json:"proxy_level"` // off, single-rq or full
+	ProxyLevel            string                  `json:"proxy_level"`          // off, single-rq or full
+	CoreSched             string                  `json:"core_sched,omitempty"` // core scheduling: 5.14 or v3 (absent: off)
 	Bugs                  []string                `json:"bugs"`
 	SimTimeNs             int64                   `json:"sim_time_ns"`
 	WallTimeNs            int64                   `json:"wall_time_ns"`
@@ -332,6 +357,9 @@ func (r *Run) Summarize() *Summary {
 		Groups: map[string]GroupSummary{}, StopReason: m.StopReason(),
 		Deterministic: m.Deterministic(), Events: m.EventCount(), ScheduleSteps: m.ScheduleSteps(),
 		ProxyLevel: r.Opts.ProxyLevel(),
+	}
+	if cs := m.CoreSched(); cs != cpu.CoreOff {
+		s.CoreSched = cs.String()
 	}
 	if s.Deterministic {
 		s.Strategy = r.Opts.Strategy

@@ -44,6 +44,13 @@ const (
 	Migrations       // every change of task_cpu (se.nr_migrations); by reason in CPU.MigrateBy
 	MutexWaitsDone   // waits that ended in an acquisition (contentions minus these = tasks waiting)
 	AffinityShuffles // stress: masks moved by the shuffler
+	CorePicks        // core scheduling: core-wide selections (pick_next_task's slow path)
+	CoreFastPicks    // core scheduling: a sibling's core_pick taken (pick_next_task's fast path)
+	CoreForcedIdle   // core scheduling: a CPU left idle with tasks queued (forced idle), by a core pick or a cookie swap
+	CoreSiblingIPIs  // core scheduling: sibling reschedules sent by core picks
+	CoreCookieSwaps  // core scheduling: a proxy's owner mismatched the core cookie (sched_core_swap_pick), resolved by forced idle or a core re-pick with the owner
+	CoreCookieSets   // core scheduling: cookie changes (prctl PR_SCHED_CORE)
+	CoreSteals       // core scheduling: tasks moved to a forced-idle CPU by try_steal_cookie
 	NumCounters
 )
 
@@ -56,6 +63,7 @@ var CounterNames = [NumCounters]string{
 	"find_proxy_task_calls", "find_proxy_task_retries", "find_proxy_task_spins", "proxy_resched_idle",
 	"proxy_deactivations", "lock_juggling_retries", "on_cpu_waits", "rt_pushes", "rt_pulls", "audits",
 	"exits", "jitter_injected", "migrations", "mutex_waits_done", "affinity_shuffles",
+	"core_picks", "core_fast_picks", "core_forced_idle", "core_sibling_ipis", "core_cookie_swaps", "core_cookie_sets", "core_steals",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

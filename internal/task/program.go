@@ -21,10 +21,11 @@ const (
 	OpLoop                   // jump to Jump; Count times (0: forever), then fall through
 	OpChoose                 // with probability Prob jump to Jump, else fall through
 	OpExit                   // do_exit()
+	OpCookie                 // prctl(PR_SCHED_CORE): set the core-scheduling cookie (Prio) of Target or self
 	NumOps
 )
 
-var opNames = [NumOps]string{"compute", "lock", "unlock", "sleep", "wait", "wake", "yield", "affinity", "setprio", "loop", "choose", "exit"}
+var opNames = [NumOps]string{"compute", "lock", "unlock", "sleep", "wait", "wake", "yield", "affinity", "setprio", "loop", "choose", "exit", "cookie"}
 
 func (k OpKind) String() string {
 	if k < NumOps {
@@ -74,7 +75,7 @@ func (pr *Program) Validate(nMutex, nTask int) error {
 			if op.Mutex < 0 || op.Mutex >= nMutex {
 				return fmt.Errorf("op %d (%s): mutex %d out of range 0-%d", i, op.Kind, op.Mutex, nMutex-1)
 			}
-		case OpWake, OpAffinity, OpSetPrio:
+		case OpWake, OpAffinity, OpSetPrio, OpCookie:
 			if op.Target < 0 || op.Target > nTask {
 				return fmt.Errorf("op %d (%s): task %d out of range 1-%d", i, op.Kind, op.Target, nTask)
 			}

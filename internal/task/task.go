@@ -155,6 +155,14 @@ type Task struct {
 	// the rq lock while it is queued (set_task_cpu in a migration).
 	// Proxy migration moves cpu but keeps WakeCPU.
 	WakeCPU int
+	// CoreCookie is p->core_cookie (core scheduling, 5.14 prctl
+	// PR_SCHED_CORE): 0 untagged. Written under task_rq_lock (PiLock and
+	// the rq lock of task_cpu, sched_core_update_cookie); read under the
+	// rq lock by the core-wide pick (siblings share that lock).
+	CoreCookie uint64
+	// CoreOccupation is p->core_occupation: busy siblings when the core
+	// pick chose p. Written and read under the core lock.
+	CoreOccupation int
 	// CPUsMask is the affinity of the execution context. Written with
 	// PiLock and the rq lock held; read under either.
 	CPUsMask       Mask

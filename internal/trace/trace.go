@@ -36,12 +36,15 @@ const (
 	EvSetPrio                    // Task, A=prio
 	EvLoadBalance                // Task moved, A=from, B=to
 	EvBlockedOnClear             // Task, A=mutex (blocked_on cleared by a hand-off, wake-up or find_proxy_task)
+	EvCorePick                   // Task=this CPU's pick, A=core cookie, B=siblings forced idle (core-wide pick)
+	EvCookie                     // Task, A=new core cookie (prctl PR_SCHED_CORE)
 	NumKinds
 )
 
 var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
-	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear"}
+	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
+	"core_pick", "cookie"}
 
 func (k Kind) String() string {
 	if k < NumKinds {

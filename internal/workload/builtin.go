@@ -63,6 +63,8 @@ func Builtin(name string, cpus, ntasks int) (*Scenario, error) {
 		return pi(cpus, ntasks), nil
 	case "stress":
 		return stress(cpus, ntasks), nil
+	case "coresched":
+		return coresched(cpus), nil
 	}
 	if IsBenchmark(name) {
 		return Benchmark(name)
@@ -247,6 +249,28 @@ func pi(cpus, ntasks int) *Scenario {
 // writers on nested mutex chains, owners sleeping while holding locks,
 // donors with narrow masks (constant proxy and return migration), RT
 // boosts and frequent cross-CPU wakeups.
+// coresched is the core-scheduling stall workload (issue 17, the v3
+// thread's VMs): CPU-bound tagged groups (two cookies, like two VMs)
+// beside untagged interactive tasks on the same cores. Cookies are inert
+// without --core-sched, so the same workload is the baseline. Not in
+// BuiltinNames (the golden matrix runs without core scheduling).
+func coresched(cpus int) *Scenario {
+	return &Scenario{
+		Name: "coresched",
+		Groups: []Group{
+			{Name: "vm-a", Count: atLeast(cpus/2, 1), Policy: task.Normal, Cookie: 1, Program: []Op{
+				compute(3*ms, 5*ms), sleep(10*us, 20*us), loop(0),
+			}},
+			{Name: "vm-b", Count: atLeast(cpus/4, 1), Policy: task.Normal, Cookie: 2, Program: []Op{
+				compute(3*ms, 5*ms), sleep(10*us, 20*us), loop(0),
+			}},
+			{Name: "interactive", Count: atLeast(cpus/2, 1), Policy: task.Normal, Program: []Op{
+				compute(100*us, 100*us), sleep(500*us, 1*ms), loop(0),
+			}},
+		},
+	}
+}
+
 func stress(cpus, ntasks int) *Scenario {
 	if ntasks <= 0 {
 		ntasks = 2 * cpus

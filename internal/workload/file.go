@@ -41,6 +41,8 @@
 //   - cpus: integer 0..1024, optional; 0 means "from the command line".
 //   - mutexes: array of unique, non-empty mutex names (not starting with "$").
 //   - groups: non-empty array of task groups.
+//   - core_sched: "on" (= "5.14"), "5.14", "v3" or "off": core
+//     scheduling for this scenario (--core-sched overrides it).
 //
 // Group keys:
 //
@@ -55,6 +57,8 @@
 //     planned.
 //   - slots: how many distinct mutexes each task draws (in ascending order)
 //     for its "$N" locks; at most the number of mutexes.
+//   - cookie: the tasks' core-scheduling cookie, an integer >= 0
+//     (default 0: untagged); only core scheduling reads it.
 //   - program: non-empty array of instructions, numbered from 0 (the pc).
 //
 // Each instruction is an object with exactly one key:
@@ -81,6 +85,8 @@
 //     and then fall through (0 or absent: forever).
 //   - {"choose": {"p": X, "to": PC}}: jump to PC with probability X (0..1),
 //     else fall through.
+//   - {"cookie": N}: prctl(PR_SCHED_CORE) on self: the task's cookie
+//     becomes N (0: untagged) at run time.
 //   - {"yield": true}, {"wait": true}, {"exit": true}: sched_yield, sleep
 //     until woken, do_exit.
 //
@@ -489,7 +495,7 @@ type scope struct {
 }
 
 func (p *parser) scenario(root *node) (*Scenario, error) {
-	f, err := p.fields(root, "", "name", "cpus", "topology", "mutexes", "groups")
+	f, err := p.fields(root, "", "name", "cpus", "topology", "core_sched", "mutexes", "groups")
 	if err != nil {
 		return nil, err
 	}
@@ -518,6 +524,16 @@ func (p *parser) scenario(root *node) (*Scenario, error) {
 		}
 		if s.CPUs != 0 && s.CPUs != tp.NumCPUs() {
 			return nil, p.errf(m.val, "topology", "%s has %d CPUs, but cpus is %d", tp, tp.NumCPUs(), s.CPUs)
+		}
+	}
+	if m := f["core_sched"]; m != nil {
+		if s.CoreSched, err = p.str(m.val, "core_sched"); err != nil {
+			return nil, err
+		}
+		switch s.CoreSched {
+		case "on", "5.14", "v3", "off":
+		default:
+			return nil, p.errf(m.val, "core_sched", "%q: want on, 5.14, v3 or off", s.CoreSched)
 		}
 	}
 	if m := f["mutexes"]; m != nil {
@@ -578,7 +594,7 @@ func (p *parser) scenario(root *node) (*Scenario, error) {
 }
 
 func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) error {
-	f, err := p.fields(n, path, "name", "count", "policy", "priority", "cpus", "slots", "program")
+	f, err := p.fields(n, path, "name", "count", "policy", "priority", "cpus", "slots", "cookie", "program")
 	if err != nil {
 		return err
 	}
@@ -638,6 +654,16 @@ func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) 
 		if g.Slots < 0 || g.Slots > len(sc.s.Mutexes) {
 			return p.errf(m.val, path+".slots", "%d slots out of range 0..%d (the number of mutexes)", g.Slots, len(sc.s.Mutexes))
 		}
+	}
+	if m := f["cookie"]; m != nil {
+		ck, err := p.int(m.val, path+".cookie")
+		if err != nil {
+			return err
+		}
+		if ck < 0 {
+			return p.errf(m.val, path+".cookie", "negative cookie %d", ck)
+		}
+		g.Cookie = uint64(ck)
 	}
 	m = f["program"]
 	if m == nil {
@@ -841,6 +867,15 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 
 	case task.OpYield, task.OpWait, task.OpExit:
 		return p.isTrue(v, path)
+
+	case task.OpCookie:
+		if op.Prio, err = p.int(v, path); err != nil {
+			return err
+		}
+		if op.Prio < 0 {
+			return p.errf(v, path, "negative cookie %d", op.Prio)
+		}
+		return nil
 	}
 	return p.errf(v, path, "instruction %s not supported in scenario files", kind)
 }
@@ -930,6 +965,9 @@ func Encode(s *Scenario) ([]byte, error) {
 	if s.Topology != "" {
 		top = append(top, `  "topology": `+jstr(s.Topology))
 	}
+	if s.CoreSched != "" {
+		top = append(top, `  "core_sched": `+jstr(s.CoreSched))
+	}
 	if len(s.Mutexes) > 0 {
 		ms := make([]string, len(s.Mutexes))
 		for i, m := range s.Mutexes {
@@ -955,6 +993,9 @@ func Encode(s *Scenario) ([]byte, error) {
 		}
 		if g.Slots != 0 {
 			fmt.Fprintf(&gb, "      \"slots\": %d,\n", g.Slots)
+		}
+		if g.Cookie != 0 {
+			fmt.Fprintf(&gb, "      \"cookie\": %d,\n", g.Cookie)
 		}
 		gb.WriteString("      \"program\": [\n")
 		for k, op := range g.Program {
@@ -1099,6 +1140,8 @@ func encodeOp(s *Scenario, op Op) (string, error) {
 			return "", err
 		}
 		v = rawJSON(jobj(append(kvs, t...)...))
+	case task.OpCookie:
+		v = op.Prio
 	case task.OpSetPrio:
 		pol, err := policyName(op.Policy)
 		if err != nil {

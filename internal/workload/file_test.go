@@ -268,7 +268,7 @@ func TestParseErrors(t *testing.T) {
 		line int // 0: no line expected
 	}{
 		{"unknown top-level key", edit(`"name": "t",`, `"name": "t", "cpu": 2,`),
-			`unknown key "cpu" (want one of name, cpus, topology, mutexes, groups)`, 2},
+			`unknown key "cpu" (want one of name, cpus, topology, core_sched, mutexes, groups)`, 2},
 		{"bad topology", edit(`"name": "t",`, `"name": "t", "topology": "2s-2c",`),
 			`topology: topology "2s-2c": want`, 2},
 		{"topology and cpus disagree", edit(`"name": "t",`, `"name": "t", "cpus": 4, "topology": "1s-1llc-4c-2t",`),
@@ -280,7 +280,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty instruction", edit(`{"compute": "1ms"}`, `{}`),
 			`groups[0].program[1]: empty instruction`, 8},
 		{"unknown instruction", edit(`{"lock": "$0"}`, `{"lok": "$0"}`),
-			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit)`, 7},
+			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit, cookie)`, 7},
 		{"bad duration", edit(`"1ms"`, `"1 ms"`),
 			`groups[0].program[1].compute: bad duration "1 ms"`, 8},
 		{"duration without unit", edit(`"1ms"`, `"100"`),

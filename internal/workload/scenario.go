@@ -44,7 +44,9 @@ type Group struct {
 	// Slots is how many distinct mutexes each task draws for its slot
 	// locks; a task's slots are in ascending mutex order, so programs
 	// that take slots in increasing order respect a global lock order.
-	Slots   int
+	Slots int
+	// Cookie is the tasks' core-scheduling cookie (0: untagged).
+	Cookie  uint64
 	Program []Op
 }
 
@@ -55,8 +57,11 @@ type Scenario struct {
 	// Topology is the machine's shape in topology.Parse's notation
 	// ("2s-8llc-8c-2t"); "": from the command line or the default.
 	Topology string
-	Mutexes  []string
-	Groups   []Group
+	// CoreSched is "core_sched": "", "on", "5.14" or "v3" (--core-sched
+	// overrides it).
+	CoreSched string
+	Mutexes   []string
+	Groups    []Group
 	// Merit, for a benchmark workload (Benchmark), says what its figure
 	// of merit measures; nil for every other workload.
 	Merit *Merit
@@ -82,6 +87,7 @@ type TaskPlan struct {
 	Prio   int
 	Mask   task.Mask
 	Prog   *task.Program
+	Cookie uint64
 }
 
 // Plan resolves masks, slots and targets for a machine of ncpu CPUs. Task
@@ -173,7 +179,7 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 			if g.Count > 1 {
 				name = fmt.Sprintf("%s-%d", g.Name, i)
 			}
-			out = append(out, TaskPlan{Name: name, Group: gi, Policy: g.Policy, Prio: g.Prio, Mask: mask, Prog: prog})
+			out = append(out, TaskPlan{Name: name, Group: gi, Policy: g.Policy, Prio: g.Prio, Mask: mask, Prog: prog, Cookie: g.Cookie})
 		}
 	}
 	if err := s.checkLocking(out); err != nil {

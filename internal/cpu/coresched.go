@@ -1,0 +1,575 @@
+// This file mirrors kernel/sched/core.c's core scheduling (CONFIG_SCHED_CORE):
+// the core-wide pick_next_task() in the reference's form (5.14's selection
+// plus the proxy-execution hooks sched_core_proxy_pick, sched_core_swap_pick
+// and sched_core_retain_donor) and RFC v3's, forced idle, the sibling IPIs,
+// sched_core_update_cookie(); and the cookie invariants.
+
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/proxy"
+	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// CoreMode selects core scheduling and its pick.
+type CoreMode uint8
+
+// Core-scheduling modes.
+const (
+	CoreOff CoreMode = iota // no core scheduling (the default)
+	Core514                 // the merged core-wide pick (5.14; the reference's, with its proxy hooks)
+	CoreV3                  // RFC v3's pick_task / pick_next_task (2019), CORESCHED_STALL_FIX as a feature
+)
+
+func (m CoreMode) String() string {
+	switch m {
+	case Core514:
+		return "5.14"
+	case CoreV3:
+		return "v3"
+	}
+	return "off"
+}
+
+// ParseCoreMode reads --core-sched: off, on (= 5.14), 5.14, v3.
+func ParseCoreMode(s string) (CoreMode, error) {
+	switch s {
+	case "off", "":
+		return CoreOff, nil
+	case "on", "5.14", "true":
+		return Core514, nil
+	case "v3":
+		return CoreV3, nil
+	}
+	return CoreOff, fmt.Errorf("core scheduling %q: want off, on, 5.14 or v3", s)
+}
+
+// enableCoreSched makes every SMT sibling share its core leader's rq lock
+// (rq_lockp() returning &rq->core->__lock) and sets rq->core. At boot,
+// before any CPU runs: the lock order key stays (core, CPU), so the shared
+// lock orders by its core.
+func (m *Machine) enableCoreSched() {
+	for i, r := range m.rqs {
+		sib := m.topo.Siblings(i)
+		sibs := make([]*rq.RQ, len(sib))
+		for k, j := range sib {
+			sibs[k] = m.rqs[j]
+		}
+		r.EnableCore(m.rqs[m.topo.CoreLeader(i)], sibs)
+		r.Core.NoFITick = m.cfg.CoreSched == CoreV3
+	}
+}
+
+// CoreSched reports the core-scheduling mode.
+func (m *Machine) CoreSched() CoreMode { return m.cfg.CoreSched }
+
+// stallFix is sched_feat(CORESCHED_STALL_FIX), unless --bug
+// coresched-stall restores v3's original comparison.
+func (cp *CPU) stallFix() bool {
+	return cp.m.cfg.CoreStallFix && !cp.c.Bug(bugs.CoreschedStall)
+}
+
+// corePickNextTask is pick_next_task() with sched_core_enabled(rq): the
+// fast path takes the pick a sibling made for this CPU; otherwise this
+// CPU picks for the whole core. The rq (= core) lock is held.
+func (cp *CPU) corePickNextTask(pick int) *task.Task {
+	c, r, m := cp.c, cp.rq, cp.m
+	core := r.Core.Leader
+	// Fast path: no {en,de}queue since a sibling picked for us, and we
+	// have not scheduled that pick yet.
+	if core.Core.PickSeq == core.Core.TaskSeq && core.Core.PickSeq != r.Core.SchedSeq && r.Core.Pick != nil {
+		r.Core.SchedSeq = core.Core.PickSeq
+		next := r.Core.Pick
+		r.Core.Pick = nil
+		c.Inc(stats.CoreFastPicks)
+		if core.Core.ForceidleCount > 0 && next == r.Idle {
+			cp.queueCoreBalance()
+		}
+		return next
+	}
+	// prev_balance: the model's newidle pass when this rq is empty.
+	if r.NrRunning() == 0 && pick < 4 {
+		cp.newidleBalance()
+	}
+	c.Inc(stats.CorePicks)
+	needSync := core.Core.Cookie != 0
+	core.Core.Cookie = 0
+	fiBefore := false
+	if core.Core.ForceidleCount > 0 {
+		core.Core.ForceidleCount = 0
+		needSync, fiBefore = true, true
+	}
+	core.Core.TaskSeq++
+
+	var owner *task.Task
+	donor := r.Donor(c)
+	if c.Proxy && r.Core.PickBlockedDonor {
+		// sched_core_proxy_pick(): the last core pick resolved to a
+		// blocked donor whose owner mismatched the core cookie.
+		if !donor.IsBlocked() {
+			m.Report(c, check.InvCurrDonor, donor, fmt.Sprintf("core re-pick on cpu%d for donor %v, which is not is_blocked (WARN_ON_ONCE)", r.CPU, donor))
+		}
+		donor.SetBlockedDonor(nil)
+		owner = proxy.FindProxyTask(c, m, r, donor)
+		if owner == nil || owner == r.Idle {
+			// Something changed in the chain (the lock may have been
+			// dropped): pick as usual.
+			r.Core.PickBlockedDonor = false
+			core.Core.TaskSeq++
+			owner = nil
+			donor = r.Donor(c)
+		}
+	}
+	if owner == nil && m.cfg.CoreSched == CoreV3 {
+		return cp.corePickV3(needSync, fiBefore)
+	}
+	if owner == nil && !needSync {
+		next := r.PickNextTask(c)
+		if next.CoreCookie == 0 {
+			r.Core.Pick = nil
+			r.Core.PickLeader = true
+			r.TaskVruntimeUpdate(c, next, false)
+			return next
+		}
+	}
+
+	// restart_multi: each sibling's own best task; the max leads.
+	sibs := r.Core.Siblings
+	start := 0
+	for k, ri := range sibs {
+		if ri == r {
+			start = k
+		}
+	}
+	var max *task.Task
+	var rqMax *rq.RQ
+	for k := range sibs {
+		ri := sibs[(start+k)%len(sibs)]
+		p := ri.PickNextTask(c)
+		ri.Core.Pick = p
+		ri.Core.PickLeader = false
+		if max == nil || rq.PrioLess(max, rqMax, p, ri, fiBefore) {
+			max, rqMax = p, ri
+		}
+	}
+	rqMax.Core.PickLeader = true
+	if owner != nil {
+		if r.Core.PickLeader && r.Core.Pick == donor {
+			// The same leader and donor as last time: the owner, which
+			// executes, takes the donor's place and its cookie governs.
+			rqMax.Core.Pick = owner
+			max = owner
+		} else {
+			r.Core.PickBlockedDonor = false
+		}
+	}
+	cookie := max.CoreCookie
+	core.Core.Cookie = cookie
+
+	occ := 0
+	for _, ri := range sibs {
+		p := ri.Core.Pick
+		if !rq.CookieEquals(p, cookie) {
+			p = nil
+			if cookie != 0 {
+				p = ri.SchedCoreFind(c, cookie)
+			}
+			if p == nil {
+				p = ri.Idle
+			}
+		}
+		ri.Core.Pick = p
+		if p == ri.Idle {
+			if ri.NrRunning() > 0 {
+				core.Core.ForceidleCount++
+				if !fiBefore {
+					core.Core.ForceidleSeq++
+				}
+				c.Inc(stats.CoreForcedIdle)
+			}
+		} else {
+			occ++
+		}
+	}
+	core.Core.PickSeq = core.Core.TaskSeq
+	next := r.Core.Pick
+	r.Core.SchedSeq = core.Core.PickSeq
+	cp.coreReschedSiblings(next, occ, fiBefore)
+	c.Emit(trace.EvCorePick, int32(next.ID), int32(cookie), int32(core.Core.ForceidleCount), 0)
+	if !r.Core.PickBlockedDonor && core.Core.ForceidleCount > 0 && next == r.Idle {
+		cp.queueCoreBalance()
+	}
+	return next
+}
+
+// coreReschedSiblings is the end of the core pick: refresh the
+// min_vruntime_fi snapshots, record occupation, and IPI every sibling
+// whose pick differs from what it runs.
+func (cp *CPU) coreReschedSiblings(next *task.Task, occ int, fiBefore bool) {
+	c, r, m := cp.c, cp.rq, cp.m
+	core := r.Core.Leader
+	fi := core.Core.ForceidleCount > 0
+	for _, ri := range r.Core.Siblings {
+		p := ri.Core.Pick
+		if p == nil {
+			continue
+		}
+		if !(fiBefore && fi) {
+			ri.TaskVruntimeUpdate(c, p, fi)
+		}
+		p.CoreOccupation = occ
+		if ri == r {
+			ri.Core.Pick = nil
+			continue
+		}
+		if !rq.CookieMatch(next, p) {
+			m.Report(c, check.InvCoreCookie, p, fmt.Sprintf("core pick on cpu%d chose %v (cookie %d) for cpu%d beside %v (cookie %d) (the kernel's L1TF WARN)", r.CPU, p, p.CoreCookie, ri.CPU, next, next.CoreCookie))
+		}
+		if ri.Curr() == p {
+			ri.Core.Pick = nil
+			continue
+		}
+		ri.ReschedCurr(c)
+		c.Inc(stats.CoreSiblingIPIs)
+	}
+}
+
+// corePickV3 is RFC v3's core-wide selection: per class, per sibling,
+// pick_task(rq_i, class, max), restarting whenever a higher-priority
+// incompatible max appears. v3 predates proxy execution: the re-pick for
+// a blocked donor's owner (sched_core_proxy_pick) takes the reference's
+// restart_multi in corePickNextTask instead (the model's choice).
+func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
+	c, r := cp.c, cp.rq
+	core := r.Core.Leader
+	sibs := r.Core.Siblings
+	start := 0
+	for k, ri := range sibs {
+		ri.Core.Pick = nil
+		if ri == r {
+			start = k
+		}
+	}
+	var max *task.Task
+	var rqMax *rq.RQ
+	for _, rt := range [2]bool{true, false} {
+	again:
+		for k := range sibs {
+			ri := sibs[(start+k)%len(sibs)]
+			if ri.Core.Pick != nil {
+				continue
+			}
+			p := cp.pickTaskV3(ri, rt, max, rqMax)
+			if p == nil {
+				if ri == r && !needSync {
+					break // next class
+				}
+				continue
+			}
+			if ri == r && !needSync && p.CoreCookie == 0 {
+				r.Core.PickLeader = true
+				return p
+			}
+			ri.Core.Pick = p
+			if max == nil || !rq.CookieMatch(max, p) {
+				old := max
+				core.Core.Cookie = p.CoreCookie
+				max, rqMax = p, ri
+				if old != nil {
+					for _, rj := range sibs {
+						if rj != ri {
+							rj.Core.Pick = nil
+						}
+					}
+					goto again
+				}
+				needSync = true
+			}
+		}
+	}
+	// The idle class: whatever sibling is still without a pick idles.
+	occ := 0
+	for _, ri := range sibs {
+		if ri.Core.Pick == nil {
+			ri.Core.Pick = ri.Idle
+		}
+		ri.Core.PickLeader = ri.Core.Pick == max
+		if ri.Core.Pick == ri.Idle {
+			if ri.NrRunning() > 0 {
+				core.Core.ForceidleCount++
+				if !fiBefore {
+					core.Core.ForceidleSeq++
+				}
+				c.Inc(stats.CoreForcedIdle)
+			}
+		} else {
+			occ++
+		}
+	}
+	core.Core.PickSeq = core.Core.TaskSeq
+	next := r.Core.Pick
+	r.Core.SchedSeq = core.Core.PickSeq
+	cp.coreReschedSiblings(next, occ, true) // v3 has no min_vruntime_fi
+	c.Emit(trace.EvCorePick, int32(next.ID), int32(core.Core.Cookie), int32(core.Core.ForceidleCount), 0)
+	if core.Core.ForceidleCount > 0 && next == r.Idle {
+		cp.queueCoreBalance()
+	}
+	return next
+}
+
+// pickTaskV3 is v3's pick_task(rq, class, max), with CORESCHED_STALL_FIX.
+func (cp *CPU) pickTaskV3(ri *rq.RQ, rt bool, max *task.Task, rqMax *rq.RQ) *task.Task {
+	c, r := cp.c, cp.rq
+	classPick := ri.PickClass(c, rt)
+	if classPick == nil {
+		return nil
+	}
+	cookie := r.Core.Leader.Core.Cookie
+	if cookie == 0 {
+		// If class_pick is tagged, return it only if it has higher
+		// priority than max.
+		var maxIsHigher bool
+		if cp.stallFix() {
+			maxIsHigher = max != nil && !rq.PrioLessV3(max, rqMax, classPick, ri)
+		} else {
+			maxIsHigher = max != nil && rq.PrioLessV3(classPick, ri, max, rqMax)
+		}
+		if classPick.CoreCookie != 0 && maxIsHigher {
+			return ri.Idle
+		}
+		return classPick
+	}
+	if rq.CookieEquals(classPick, cookie) {
+		return classPick
+	}
+	cookiePick := ri.SchedCoreFind(c, cookie)
+	if cookiePick == nil {
+		cookiePick = ri.Idle
+	}
+	// class_pick beats max and the cookie pick: it is the core's highest
+	// priority so far and must be selected.
+	if rq.PrioLessV3(cookiePick, ri, classPick, ri) && (max == nil || rq.PrioLessV3(max, rqMax, classPick, ri)) {
+		return classPick
+	}
+	return cookiePick
+}
+
+// coreSwapPick is sched_core_swap_pick(): the execution context found by
+// find_proxy_task does not carry the core cookie. A CPU whose pick did
+// not set the cookie idles (forced idle); the leader redoes the core
+// pick with the owner in the donor's place (RETRY_TASK: nil).
+func (cp *CPU) coreSwapPick() *task.Task {
+	c, r := cp.c, cp.rq
+	core := r.Core.Leader
+	c.Inc(stats.CoreCookieSwaps)
+	if !r.Core.PickLeader {
+		if core.Core.ForceidleCount == 0 {
+			core.Core.ForceidleSeq++
+		}
+		core.Core.ForceidleCount++
+		c.Inc(stats.CoreForcedIdle)
+		idle := proxy.ReschedIdle(c, r)
+		cp.queueCoreBalance()
+		return idle
+	}
+	r.Core.PickBlockedDonor = true
+	return nil
+}
+
+// queueCoreBalance is queue_core_balance(): a CPU forced idle under a
+// core cookie, with tasks queued, looks for a task with that cookie to
+// steal once the pick is done (sched_core_balance as a balance callback).
+func (cp *CPU) queueCoreBalance() {
+	r := cp.rq
+	if !r.CoreEnabled() || r.Core.Leader.Core.Cookie == 0 || r.NrRunning() == 0 {
+		return
+	}
+	r.QueueBalanceCallback(cp.c, rq.BalanceCallback{Name: "sched_core_balance", Fn: cp.m.schedCoreBalance})
+}
+
+// schedCoreBalance is sched_core_balance(): drop this rq's lock and, domain
+// by domain from the smallest, try to steal a task with the core cookie
+// from another CPU, until one is stolen or a reschedule is pending.
+func (m *Machine) schedCoreBalance(c *percpu.Ctx, r *rq.RQ) {
+	cpu := r.CPU
+	r.Unlock(c)
+	for _, span := range m.spans(cpu) {
+		if r.NeedResched() || m.stealCookieTask(c, cpu, span) {
+			break
+		}
+	}
+	r.Lock(c)
+}
+
+// stealCookieTask is steal_cookie_task(): the CPUs of span from cpu+1 on,
+// wrapping.
+func (m *Machine) stealCookieTask(c *percpu.Ctx, cpu int, span []int) bool {
+	start := 0
+	for k, i := range span {
+		if i > cpu {
+			start = k
+			break
+		}
+	}
+	for k := range span {
+		i := span[(start+k)%len(span)]
+		if i == cpu {
+			continue
+		}
+		if m.rqs[cpu].NeedResched() {
+			break
+		}
+		if m.tryStealCookie(c, cpu, i) {
+			return true
+		}
+	}
+	return false
+}
+
+// tryStealCookie is try_steal_cookie(this, that): under double_rq_lock,
+// if this CPU still idles under a core cookie, move the best task of
+// that CPU with the cookie that is not its core_pick, curr or donor, not
+// mutex-blocked, allowed here and not from a busier core
+// (core_occupation), with move_queued_task_locked, and reschedule here.
+func (m *Machine) tryStealCookie(c *percpu.Ctx, this, that int) bool {
+	dst, src := m.rqs[this], m.rqs[that]
+	rq.DoubleLock(c, dst, src)
+	defer rq.DoubleUnlock(c, dst, src)
+	cookie := dst.Core.Leader.Core.Cookie
+	if cookie == 0 || dst.Curr() != dst.Idle {
+		return false
+	}
+	for _, p := range src.CookieTasks(c, cookie) {
+		if p == src.Core.Pick || p == src.Curr() {
+			continue
+		}
+		if !c.Bug(bugs.CoreStealDonor) && (p == src.Donor(c) || proxy.TaskIsBlocked(c, p)) {
+			continue
+		}
+		if !p.CPUsMask.Has(this) || p.CoreOccupation > dst.Idle.CoreOccupation {
+			continue
+		}
+		src.DeactivateTask(c, p, rq.DequeueMigrating)
+		rq.SetTaskCPU(c, p, this, false, trace.ReasonLoadBalance)
+		dst.ActivateTask(c, p, rq.EnqueueMigrated)
+		dst.ReschedCurr(c)
+		c.Inc(stats.CoreSteals)
+		c.Emit(trace.EvLoadBalance, int32(p.ID), int32(that), int32(this), 0)
+		return true
+	}
+	return false
+}
+
+// coreRetainDonor is sched_core_retain_donor(): after a core re-pick that
+// swapped in the owner, rq->donor stays the blocked donor.
+func (cp *CPU) coreRetainDonor() bool {
+	r := cp.rq
+	if !r.CoreEnabled() {
+		return false
+	}
+	retain := r.Core.PickBlockedDonor
+	r.Core.PickBlockedDonor = false
+	return retain
+}
+
+// checkCoreCookie is the inline half of invariant 44: next is about to
+// execute here; no sibling may execute a task of another cookie, unless
+// a reschedule is pending there (the IPI that takes it out of user mode
+// is on its way). The core lock is held.
+func (cp *CPU) checkCoreCookie(next *task.Task) {
+	r := cp.rq
+	for _, ri := range r.Core.Siblings {
+		if ri == r {
+			continue
+		}
+		if cur := ri.Curr(); !rq.CookieMatch(cur, next) && !ri.NeedResched() {
+			cp.m.Report(cp.c, check.InvCoreCookie, next, fmt.Sprintf("%v (cookie %d) switched in on cpu%d while sibling cpu%d executes %v (cookie %d), no reschedule pending", next, next.CoreCookie, r.CPU, ri.CPU, cur, cur.CoreCookie))
+			return
+		}
+	}
+}
+
+// auditCore is the audit's half of invariants 44 and 45, with every CPU
+// parked: siblings' execution contexts share a cookie (or idle, or a
+// reschedule is pending); an untagged runnable task on a forced-idle CPU
+// waits at most CoreStarveBound.
+func (m *Machine) auditCore(now int64) {
+	for i, r := range m.rqs {
+		if r.Core.Leader != r {
+			continue
+		}
+		var first *task.Task
+		for _, ri := range r.Core.Siblings {
+			cur := ri.Curr()
+			if cur == ri.Idle || ri.NeedResched() {
+				continue
+			}
+			if first != nil && !rq.CookieMatch(first, cur) {
+				m.warn(nil, check.InvCoreCookie, cur.ID, cur.String(), fmt.Sprintf("core of cpu%d: %v (cookie %d) and %v (cookie %d) execute on SMT siblings at once", i, first, first.CoreCookie, cur, cur.CoreCookie))
+				return
+			}
+			if first == nil {
+				first = cur
+			}
+		}
+	}
+	if m.cfg.CoreStarveBound <= 0 {
+		return
+	}
+	for _, r := range m.rqs {
+		if r.Curr() != r.Idle || r.NrRunning() == 0 {
+			continue
+		}
+		for _, t := range r.Tasks() {
+			if t.CoreCookie != 0 || t.IsBlocked() || t.State() != task.Running {
+				continue
+			}
+			if w := now - t.SE.Runnable; w > m.cfg.CoreStarveBound {
+				m.warn(nil, check.InvCoreStarve, t.ID, t.String(), fmt.Sprintf("untagged %v runnable on forced-idle cpu%d for %.1f ms (bound %.1f ms); core cookie %d", t, r.CPU, float64(w)/1e6, float64(m.cfg.CoreStarveBound)/1e6, r.Core.Leader.Core.Cookie))
+				return
+			}
+		}
+	}
+}
+
+// setCookie is sched_core_update_cookie() (prctl PR_SCHED_CORE): under
+// task_rq_lock, the task leaves the core tree, takes the cookie and
+// re-enters it (both bump core_task_seq); a task executing reschedules.
+func (m *Machine) setCookie(c *percpu.Ctx, p *task.Task, cookie uint64) {
+	p.PiLock.Lock(c.CPU)
+	r := m.taskRQLock(c, p)
+	if p.State() != task.Dead && p.CoreCookie != cookie {
+		if r.CoreEnabled() && p.SE.Queued {
+			r.Core.Leader.Core.TaskSeq += 2 // sched_core_dequeue + sched_core_enqueue
+		}
+		p.CoreCookie = cookie
+		if r.Curr() == p {
+			r.ReschedCurr(c)
+		}
+		c.Inc(stats.CoreCookieSets)
+		c.Emit(trace.EvCookie, int32(p.ID), int32(cookie), 0, 0)
+	}
+	r.Unlock(c)
+	p.PiLock.Unlock(c.CPU)
+}
+
+// opCookie is prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE/SHARE_TO) of p
+// or of the target: the cookie is Op.Prio (0: untagged).
+func (cp *CPU) opCookie(p *task.Task, op *task.Op) {
+	t := p
+	if op.Target != 0 {
+		t = cp.m.Task(op.Target)
+	}
+	p.Exec.PC++
+	if t != nil {
+		cp.m.setCookie(cp.c, t, uint64(op.Prio))
+	}
+}

@@ -1,0 +1,214 @@
+// This file is the core-scheduling part of struct rq and kernel/sched/core.c's
+// core helpers (CONFIG_SCHED_CORE, 5.14 form): rq->core, the core-wide
+// sequence numbers, core_pick, the forced-idle state, min_vruntime_fi,
+// __task_prio/prio_less/cfs_prio_less, sched_core_find and cookie_match.
+
+package rq
+
+import (
+	"sort"
+
+	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/task"
+)
+
+// CoreState is the CONFIG_SCHED_CORE part of struct rq. Leader (rq->core)
+// and Siblings are set before the machine starts (CPU hotplug, which
+// re-elects leaders, is not modelled) and read-only afterwards; Leader is
+// nil when core scheduling is off. Everything else is guarded by the core
+// lock: with core scheduling on every sibling's rq_lockp() is the leader's
+// lock (ShareLock), so "the rq lock of any sibling" is that lock.
+type CoreState struct {
+	Leader   *RQ   // rq->core
+	Siblings []*RQ // cpu_smt_mask(cpu) in CPU order, this rq included
+	// NoFITick leaves out task_tick_core (RFC v3 had no forced-idle
+	// tick; it came with 8039e96fcc1d in 2021). Set before start.
+	NoFITick bool
+
+	// Per runqueue (core lock).
+	Pick             *task.Task // rq->core_pick: the task a sibling's core pick chose for this CPU
+	SchedSeq         uint64     // rq->core_sched_seq: the core_pick_seq this CPU last scheduled
+	PickLeader       bool       // rq->core_pick_leader: this CPU's pick set the core cookie (max)
+	PickBlockedDonor bool       // rq->core_pick_blocked_donor: redo the core pick with the donor's owner as max
+	MinVruntimeFI    int64      // cfs_rq->min_vruntime_fi: min_vruntime snapshot for cross-CPU compares
+	FISeq            uint64     // cfs_rq->forceidle_seq: the forced-idle episode MinVruntimeFI was taken in
+
+	// Leader only (rq->core->...; core lock).
+	TaskSeq        uint64 // core_task_seq: bumped by every enqueue, dequeue and core pick
+	PickSeq        uint64 // core_pick_seq: the core_task_seq the last core pick was made on
+	Cookie         uint64 // core_cookie: the cookie the core runs
+	ForceidleCount int    // core_forceidle_count: siblings forced idle by the last core pick
+	ForceidleSeq   uint64 // core_forceidle_seq: forced-idle episodes (a !fi -> fi edge)
+}
+
+// CoreEnabled is sched_core_enabled(rq).
+func (r *RQ) CoreEnabled() bool { return r.Core.Leader != nil }
+
+// EnableCore makes r a member of the core led by leader, with siblings
+// sibs (this rq included): r's rq_lockp() becomes the leader's lock. Only
+// before the machine starts (the kernel's flip, sched_core_lock() taking
+// every sibling's __lock, is not modelled: core scheduling is switched on
+// at boot).
+func (r *RQ) EnableCore(leader *RQ, sibs []*RQ) {
+	r.Core.Leader = leader
+	r.Core.Siblings = sibs
+	r.ShareLock(leader)
+}
+
+// coreEnqueue is sched_core_enqueue(): every enqueue bumps core_task_seq,
+// voiding siblings' unconsumed core picks. The kernel also links a tagged
+// task into rq->core_tree; the model scans the class queues instead
+// (SchedCoreFind), which finds the same task.
+func (r *RQ) coreEnqueue() {
+	r.Core.Leader.Core.TaskSeq++
+}
+
+// coreDequeue is sched_core_dequeue(): bump core_task_seq; taking the
+// last task off a forced-idle CPU reschedules it, for the forced-idle
+// accounting edge. Called before the class dequeue, as the kernel does.
+func (r *RQ) coreDequeue(c *percpu.Ctx, flags int) {
+	core := r.Core.Leader
+	core.Core.TaskSeq++
+	if flags&DequeueSave == 0 && r.nrRunning.Load() == 1 && core.Core.ForceidleCount > 0 && r.curr.Load() == r.Idle {
+		r.ReschedCurr(c)
+	}
+}
+
+// TaskPrio is __task_prio(): RT 0..99, fair squashed to 120, idle 140
+// (no stop or deadline class in the model).
+func (r *RQ) TaskPrio(p *task.Task) int {
+	switch {
+	case p.Idle:
+		return task.IdlePrio
+	case p.SE.Policy.RT():
+		return p.SE.Prio
+	}
+	return task.DefaultPrio
+}
+
+// PrioLess is 5.14's prio_less(a, b, in_fi): a has strictly lower
+// priority than b (ties are "not less"). ra and rb are the runqueues a
+// and b are picked from. Fair tasks compare as cfs_prio_less() does at
+// the root level (no cgroups): (a.v - b.v) + (fi(b) - fi(a)) > 0, with
+// each runqueue's min_vruntime_fi, which is frozen while the core is
+// forced idle (task_vruntime_update).
+func PrioLess(a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bool) bool {
+	pa, pb := ra.TaskPrio(a), rb.TaskPrio(b)
+	if pa != pb {
+		return pa > pb
+	}
+	if pa != task.DefaultPrio {
+		return false
+	}
+	delta := (a.SE.Vruntime - b.SE.Vruntime) + (rb.Core.MinVruntimeFI - ra.Core.MinVruntimeFI)
+	return delta > 0
+}
+
+// PrioLessV3 is v3's prio_less(a, b) (RFC v3, 2019): across CPUs b's
+// vruntime is shifted into a's base with the runqueues' current
+// min_vruntime; a is less if a.v - shifted b > 0. With one task per CPU
+// each vruntime is its runqueue's min_vruntime and every comparison ties
+// (design note K2).
+func PrioLessV3(a *task.Task, ra *RQ, b *task.Task, rb *RQ) bool {
+	pa, pb := ra.TaskPrio(a), rb.TaskPrio(b)
+	if pa != pb {
+		return pa > pb
+	}
+	if pa != task.DefaultPrio {
+		return false
+	}
+	bv := b.SE.Vruntime
+	if ra != rb {
+		bv = bv - rb.minVruntime + ra.minVruntime
+	}
+	return a.SE.Vruntime-bv > 0
+}
+
+// TaskVruntimeUpdate is task_vruntime_update() / se_fi_update(): refresh
+// this runqueue's min_vruntime_fi for a fair pick p, once per forced-idle
+// episode when inFI. The core lock is held.
+func (r *RQ) TaskVruntimeUpdate(c *percpu.Ctx, p *task.Task, inFI bool) {
+	r.AssertHeld(c)
+	if p.Idle || p.SE.Policy.RT() {
+		return
+	}
+	if inFI {
+		seq := r.Core.Leader.Core.ForceidleSeq
+		if r.Core.FISeq == seq {
+			return
+		}
+		r.Core.FISeq = seq
+	}
+	r.Core.MinVruntimeFI = r.minVruntime
+}
+
+// SchedCoreFind is sched_core_find(rq, cookie): the highest-priority
+// queued task with the cookie, or nil (the kernel returns idle from an
+// empty core_tree search; the callers here substitute idle).
+func (r *RQ) SchedCoreFind(c *percpu.Ctx, cookie uint64) *task.Task {
+	r.AssertHeld(c)
+	return r.PickBest(func(t *task.Task) bool { return t.CoreCookie == cookie })
+}
+
+// CookieTasks is the sched_core_find / sched_core_next walk: the queued
+// tasks with the cookie, highest priority first.
+func (r *RQ) CookieTasks(c *percpu.Ctx, cookie uint64) []*task.Task {
+	r.AssertHeld(c)
+	var out []*task.Task
+	for _, q := range [2][]*task.Task{r.rt, r.fair} {
+		for _, t := range q {
+			if t.CoreCookie == cookie {
+				out = append(out, t)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return better(out[i], out[j]) })
+	return out
+}
+
+// PickClass is class->pick_task(rq) for v3's per-class loop: the best
+// queued task of the RT (rt true) or fair class, or nil.
+func (r *RQ) PickClass(c *percpu.Ctx, rt bool) *task.Task {
+	r.AssertHeld(c)
+	q := r.fair
+	if rt {
+		q = r.rt
+	}
+	if len(q) == 0 {
+		return nil
+	}
+	best := q[0]
+	for _, t := range q[1:] {
+		if better(t, best) {
+			best = t
+		}
+	}
+	return best
+}
+
+// CookieEquals is cookie_equals(a, cookie): a is its runqueue's idle
+// task or carries the cookie.
+func CookieEquals(a *task.Task, cookie uint64) bool { return a.Idle || a.CoreCookie == cookie }
+
+// CookieMatch is cookie_match(a, b): either is idle, or the cookies agree.
+func CookieMatch(a, b *task.Task) bool { return a.Idle || b.Idle || a.CoreCookie == b.CoreCookie }
+
+// CPUCookieMatch is sched_cpu_cookie_match(rq, p): core scheduling off,
+// or p carries the core's cookie.
+func (r *RQ) CPUCookieMatch(p *task.Task) bool {
+	if !r.CoreEnabled() {
+		return true
+	}
+	return r.Core.Leader.Core.Cookie == p.CoreCookie
+}
+
+// coreTickForceIdle is task_tick_core(): the core is forced idle, this
+// runqueue has one fair task and it used more than half its slice
+// (MIN_NR_TASKS_DURING_FORCEIDLE = 2): reschedule, so that the core pick
+// runs again and the starved sibling gets its turn.
+func (r *RQ) coreTickForceIdle(se *task.SchedEntity) bool {
+	if !r.CoreEnabled() || r.Core.NoFITick || r.Core.Leader.Core.ForceidleCount == 0 || len(r.fair) != 1 {
+		return false
+	}
+	return FairSlice-se.Slice > FairSlice/2
+}
