@@ -9,6 +9,7 @@ import (
 
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/mutex"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/stats"
@@ -33,6 +34,13 @@ func (cp *CPU) step(p *task.Task) {
 		// Exited but still current: schedule it away.
 		cp.schedule(false)
 		return
+	}
+	if ex.Phase == 0 && ex.Left == 0 && p.SignalPending() {
+		// Between instructions is the way back to user mode: a pending
+		// signal is dequeued here (get_signal); SIGKILL ends the task.
+		if cp.handleSignal(p) {
+			return
+		}
 	}
 	if ex.PC >= len(ex.Prog.Ops) {
 		cp.exit(p)
@@ -61,6 +69,8 @@ var ops = [...]func(cp *CPU, p *task.Task, op *task.Op){
 	task.OpLoop:     (*CPU).opLoop,
 	task.OpChoose:   (*CPU).opChoose,
 	task.OpExit:     (*CPU).opExit,
+	task.OpSignal:   (*CPU).opSignal,
+	task.OpKill:     (*CPU).opSignal,
 }
 
 // opCompute runs compute for at most the budget to the next tick, timer or epoch end.
@@ -96,11 +106,16 @@ func (cp *CPU) opCompute(p *task.Task, op *task.Op) {
 	}
 }
 
-// opLock is mutex_lock(): the fast path, else the slow path and schedule(), resumed after each wake-up.
+// opLock is mutex_lock() (or _interruptible, _killable: op.LockMode):
+// the fast path, else the slow path and schedule(), resumed after each
+// wake-up. A wait ended by a signal (-EINTR) skips the critical section it
+// did not get: the program goes on after the matching unlock (EINTRPC).
 func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
 	mx := m.mutexes[op.Mutex]
+	st := op.LockMode.SleepState()
+	var res mutex.LockResult
 	if ex.Phase == 0 {
 		for _, h := range ex.Held {
 			if h == op.Mutex {
@@ -109,22 +124,25 @@ func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 				return
 			}
 		}
-		if mx.TryLockFast(c, p) || mx.LockSlowStart(c, p) {
-			ex.Held = append(ex.Held, op.Mutex)
-			ex.PC++
-			return
+		res = mutex.LockAcquired
+		if !mx.TryLockFast(c, p) {
+			res = mx.LockSlowStart(c, p, st)
 		}
-		ex.Phase = 1
-		cp.schedule(false)
-		return
+	} else {
+		res = mx.LockSlowResume(c, p, st)
 	}
-	if mx.LockSlowResume(c, p) {
+	switch res {
+	case mutex.LockAcquired:
 		ex.Phase = 0
 		ex.Held = append(ex.Held, op.Mutex)
 		ex.PC++
-		return
+	case mutex.LockEINTR:
+		ex.Phase = 0
+		ex.PC = op.EINTRPC
+	default:
+		ex.Phase = 1
+		cp.schedule(false)
 	}
-	cp.schedule(false)
 }
 
 // opUnlock is mutex_unlock() and the wake-ups it queued.
@@ -224,6 +242,15 @@ func (cp *CPU) opWake(p *task.Task, op *task.Op) {
 		m.tryToWakeUp(c, t, task.WakeInterruptible)
 	}
 	ex.PC++
+}
+
+// opSignal is kill(2) of the target: a signal with a handler (OpSignal)
+// or SIGKILL (OpKill).
+func (cp *CPU) opSignal(p *task.Task, op *task.Op) {
+	if t := cp.m.Task(op.Target); t != nil {
+		cp.m.sendSignal(cp.c, t, op.Kind == task.OpKill)
+	}
+	p.Exec.PC++
 }
 
 // opYield is sched_yield().
@@ -364,6 +391,60 @@ func (cp *CPU) exit(p *task.Task) {
 	cp.c.Inc(stats.Exits)
 	cp.c.Emit(trace.EvExit, int32(p.ID), 0, 0, 0)
 	cp.schedule(false)
+}
+
+// handleSignal is get_signal() on the way back to user mode: p dequeues
+// its pending signals under its siglock (clearing TIF_SIGPENDING). A
+// handler "runs" (nothing to do); SIGKILL makes p exit (do_group_exit),
+// and handleSignal then returns true.
+func (cp *CPU) handleSignal(p *task.Task) bool {
+	c := cp.c
+	p.SigLock.Lock(c.CPU)
+	fatal := p.DequeueSignals(c.CPU)
+	p.SigLock.Unlock(c.CPU)
+	c.Inc(stats.SignalsHandled)
+	f := int32(0)
+	if fatal {
+		f = 1
+	}
+	c.Emit(trace.EvSignalHandled, int32(p.ID), f, 0, 0)
+	if fatal {
+		cp.exit(p)
+		return true
+	}
+	return false
+}
+
+// sendSignal is send_signal() of a signal with a handler, or of SIGKILL
+// (fatal), to p: under p's siglock the signal is queued, TIF_SIGPENDING
+// set, and signal_wake_up_state wakes p from an INTERRUPTIBLE sleep, or for
+// SIGKILL also from a KILLABLE one (wake_up_state(p, TASK_INTERRUPTIBLE |
+// TASK_WAKEKILL)), all before the siglock is dropped. A task in a mutex
+// wait that is woken goes back round its wait loop and leaves it with
+// -EINTR; one that is about to sleep sees the signal in
+// try_to_block_task (signal_pending_state) and stays runnable.
+func (m *Machine) sendSignal(c *percpu.Ctx, p *task.Task, fatal bool) bool {
+	mask := task.WakeInterruptible
+	if fatal {
+		mask |= task.WakeKill
+	}
+	p.SigLock.Lock(c.CPU)
+	p.QueueSignal(c.CPU, fatal)
+	c.Inc(stats.SignalsSent)
+	woken := m.tryToWakeUp(c, p, mask)
+	p.SigLock.Unlock(c.CPU)
+	if woken {
+		c.Inc(stats.SignalWakeups)
+	}
+	f, w := int32(0), int32(0)
+	if fatal {
+		f = 1
+	}
+	if woken {
+		w = 1
+	}
+	c.Emit(trace.EvSignal, int32(p.ID), f, w, 0)
+	return woken
 }
 
 // setScheduler is __sched_setscheduler(): change p's policy and priority

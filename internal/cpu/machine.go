@@ -261,6 +261,7 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	default:
 		p.SetNice(s.Prio)
 	}
+	s.Prog.Link()
 	p.Exec.Prog = s.Prog
 	p.Exec.Loops = make([]int, len(s.Prog.Ops))
 	p.Exec.Rand = rand.New(rand.NewPCG(s.Seed, uint64(id)))

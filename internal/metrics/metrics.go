@@ -93,6 +93,13 @@ var counterHelp = map[string]string{
 	"migrations":                 "Task CPU changes (se.nr_migrations).",
 	"mutex_waits_done":           "Mutex waits that ended in an acquisition.",
 	"affinity_shuffles":          "Affinity masks changed by the stress shuffler.",
+	"mutex_eintr":                "Interruptible or killable mutex waits ended by a signal (-EINTR).",
+	"signals_sent":               "Signals queued on tasks (stress --signal-rate).",
+	"signal_wakeups":             "Signal deliveries whose wake-up (signal_wake_up) woke a sleeping task.",
+	"signals_handled":            "Pending signals dequeued by their task on its way back to user mode.",
+	"signal_sleep_aborts":        "Sleeps cut short in try_to_block_task by a pending signal (signal_pending_state).",
+	"spurious_wakes":             "Spurious wake_up_process calls on mutex waiters (stress --spurious-wake-rate).",
+	"spurious_wakeups":           "Spurious wake-ups of mutex waiters that found the waiter asleep and woke it.",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

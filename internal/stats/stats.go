@@ -41,9 +41,16 @@ const (
 	Audits
 	Exits
 	JitterInjected
-	Migrations       // every change of task_cpu (se.nr_migrations); by reason in CPU.MigrateBy
-	MutexWaitsDone   // waits that ended in an acquisition (contentions minus these = tasks waiting)
-	AffinityShuffles // stress: masks moved by the shuffler
+	Migrations        // every change of task_cpu (se.nr_migrations); by reason in CPU.MigrateBy
+	MutexWaitsDone    // waits that ended in an acquisition (contentions minus these = tasks waiting)
+	AffinityShuffles  // stress: masks moved by the shuffler
+	MutexEINTR        // interruptible/killable mutex waits ended by a signal (-EINTR)
+	SignalsSent       // signals queued (stress --signal-rate, scenario commands)
+	SignalWakeups     // signal_wake_up's wake_up_state calls that woke the task
+	SignalsHandled    // pending signals dequeued by their task at an instruction boundary
+	SignalSleepAborts // try_to_block_task found a signal pending for the sleep state: stays RUNNING
+	SpuriousWakes     // stress --spurious-wake-rate: wake_up_process of a mutex waiter
+	SpuriousWakeups   // ... that woke it (it was asleep)
 	NumCounters
 )
 
@@ -56,6 +63,8 @@ var CounterNames = [NumCounters]string{
 	"find_proxy_task_calls", "find_proxy_task_retries", "find_proxy_task_spins", "proxy_resched_idle",
 	"proxy_deactivations", "lock_juggling_retries", "on_cpu_waits", "rt_pushes", "rt_pulls", "audits",
 	"exits", "jitter_injected", "migrations", "mutex_waits_done", "affinity_shuffles",
+	"mutex_eintr", "signals_sent", "signal_wakeups", "signals_handled", "signal_sleep_aborts",
+	"spurious_wakes", "spurious_wakeups",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

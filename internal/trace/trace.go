@@ -36,12 +36,17 @@ const (
 	EvSetPrio                    // Task, A=prio
 	EvLoadBalance                // Task moved, A=from, B=to
 	EvBlockedOnClear             // Task, A=mutex (blocked_on cleared by a hand-off, wake-up or find_proxy_task)
+	EvLockEINTR                  // Task, A=mutex: an interruptible/killable wait ended with -EINTR
+	EvSignal                     // Task=target, A=1 if fatal (SIGKILL), B=1 if the wake-up woke it
+	EvSignalHandled              // Task, A=1 if fatal
+	EvSpuriousWake               // Task=woken waiter, A=mutex, B=1 if it woke it
 	NumKinds
 )
 
 var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
-	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear"}
+	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
+	"lock_eintr", "signal", "signal_handled", "spurious_wake"}
 
 func (k Kind) String() string {
 	if k < NumKinds {
