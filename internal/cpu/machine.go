@@ -42,9 +42,18 @@ type Config struct {
 	WallLimit      time.Duration
 	HangTimeout    time.Duration
 	ShuffleEvery   int64 // virtual ns between affinity shuffles per busy CPU (0: off)
-	SwitchCost     int64 // virtual ns per context switch
-	SchedCost      int64 // virtual ns per __schedule call (a CPU spinning in the pick loop still spends time)
-	OpCost         int64 // virtual ns per non-compute instruction
+	// SignalRate is signals sent per second of busy (ticking) virtual time
+	// per CPU (stress --signal-rate; 0: off); SignalFatal the fraction of
+	// them that are SIGKILL (the task exits when it handles one).
+	SignalRate  float64
+	SignalFatal float64
+	// SpuriousWakeRate is wake_up_process calls on a random mutex waiter
+	// per second of busy virtual time per CPU (stress
+	// --spurious-wake-rate; 0: off).
+	SpuriousWakeRate float64
+	SwitchCost       int64 // virtual ns per context switch
+	SchedCost        int64 // virtual ns per __schedule call (a CPU spinning in the pick loop still spends time)
+	OpCost           int64 // virtual ns per non-compute instruction
 	// Hooks, if set, gives each CPU its lock-layer hooks (jitter, conductor).
 	Hooks func(cpu int) spinlock.Hooks
 	// OnEpoch, if set, runs at every barrier with every CPU parked.

@@ -57,8 +57,11 @@ type CPU struct {
 	nextTick     int64
 	lastBalance  int64
 	shuffleTicks int64
-	busy         int64 // virtual time spent executing tasks
-	wq           mutex.WakeQ
+	// signalDue and spuriousDue accumulate the stress injectors' rates
+	// per tick; one event fires per whole unit.
+	signalDue, spuriousDue float64
+	busy                   int64 // virtual time spent executing tasks
+	wq                     mutex.WakeQ
 	// stopWork lists tasks whose affinity no longer allows this CPU and
 	// which were running when it changed. Protected by the rq lock.
 	stopWork []*task.Task

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sort"
 	"time"
@@ -58,6 +59,17 @@ type Options struct {
 	JitterDelay     time.Duration // longest injected busy delay
 	Stutter         time.Duration // pause all CPUs every this much wall time (0: off)
 	ShuffleInterval time.Duration // virtual time between affinity shuffles per busy CPU (0: off)
+	// SignalRate is signals per second of busy virtual time per CPU (0:
+	// off); SignalFatal the fraction that are SIGKILL (the task exits).
+	SignalRate  float64
+	SignalFatal float64
+	// SpuriousWakeRate is spurious wake-ups of random mutex waiters per
+	// second of busy virtual time per CPU (0: off).
+	SpuriousWakeRate float64
+	// InterruptibleLocks is the probability that a lock instruction of
+	// the workload becomes mutex_lock_interruptible (half of those
+	// mutex_lock_killable), drawn per task and instruction from the seed.
+	InterruptibleLocks float64
 }
 
 // Defaults returns the built-in defaults of `proxysim run`.
@@ -188,6 +200,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.Hooks = o.Hooks
 	cfg.OnEpoch = o.OnEpoch
 	cfg.ShuffleEvery = int64(o.ShuffleInterval)
+	cfg.SignalRate, cfg.SignalFatal, cfg.SpuriousWakeRate = o.SignalRate, o.SignalFatal, o.SpuriousWakeRate
 	if o.Deterministic {
 		st, err := conductor.ParseStrategy(o.Strategy)
 		if err != nil {
@@ -244,6 +257,9 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.InterruptibleLocks > 0 {
+		interruptibleLocks(plans, o.InterruptibleLocks, o.Seed)
+	}
 	for i, p := range plans {
 		if o.OnSetup != nil && i%4096 == 0 {
 			o.OnSetup(i, len(plans))
@@ -263,6 +279,32 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		o.OnSetup(len(plans), len(plans))
 	}
 	return run, nil
+}
+
+// interruptibleLocks turns each plain lock instruction of the planned
+// programs into mutex_lock_interruptible or mutex_lock_killable with
+// probability prob (stress --lock-interruptible), seeded.
+func interruptibleLocks(plans []workload.TaskPlan, prob float64, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x1e1a7))
+	seen := map[*task.Program]bool{}
+	for _, p := range plans {
+		if seen[p.Prog] {
+			continue
+		}
+		seen[p.Prog] = true
+		for k := range p.Prog.Ops {
+			op := &p.Prog.Ops[k]
+			if op.Kind != task.OpLock || op.LockMode != task.LockUninterruptible {
+				continue
+			}
+			if rng.Float64() < prob {
+				op.LockMode = task.LockInterruptible
+				if rng.IntN(2) == 0 {
+					op.LockMode = task.LockKillable
+				}
+			}
+		}
+	}
 }
 
 // Execute runs the machine to the end and returns the summary.
