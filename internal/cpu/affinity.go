@@ -105,9 +105,13 @@ func (cp *CPU) migrationStop() {
 			r.SetNextTask(c)
 			r.PublishPrio(c)
 		}
-		if p == r.Donor(c) || proxy.TaskIsBlocked(c, p) {
-			// A donor may stay outside its mask; the return path
-			// places it once it can run.
+		if p == r.Donor(c) || (p.IsBlocked() && proxy.TaskIsBlocked(c, p)) {
+			// A donor asleep in its wait loop (is_blocked, read under
+			// this rq lock, and blocked_on set) may stay outside its
+			// mask; the return path places it once it can run. A task
+			// that was running here is not is_blocked, even with
+			// blocked_on set (a woken waiter that has not re-armed yet):
+			// it moves like any other.
 			pr.Unlock(c)
 		} else {
 			dest := p.CPUsMask.Next(0)
