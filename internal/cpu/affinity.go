@@ -53,6 +53,14 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 		// affine_move_task exempts only rq->donor (not curr): a donor
 		// boosting a proxy may stay; every other queued task, a
 		// mutex-blocked one too, moves (and its wake_cpu with it).
+		if c.Proxy && p.IsBlocked() && r.Donor(c) != r.Curr() && !c.Bug(bugs.ProxyKeepsDonor) {
+			// A proxy runs here and p may be a link of its donor's
+			// chain: once p leaves, the chain no longer ends at curr
+			// (invariant 4). Re-pick. move_queued_task only checks
+			// preemption on the destination: finding F2 (the same hole
+			// as its unlock and wake-up halves).
+			r.ReschedCurr(c)
+		}
 		m.moveQueuedTask(c, r, p, dest, trace.ReasonAffinity)
 		r = nil
 	}
