@@ -21,6 +21,26 @@ import (
 // onOff is an on|off flag value.
 type onOff struct{ v *bool }
 
+// offOn is an on|off flag stored inverted (a "No..." option whose zero
+// value means on).
+type offOn struct{ off *bool }
+
+func (o offOn) String() string {
+	if o.off == nil || !*o.off {
+		return "on"
+	}
+	return "off"
+}
+
+func (o offOn) Set(s string) error {
+	var on bool
+	if err := (onOff{&on}).Set(s); err != nil {
+		return err
+	}
+	*o.off = !on
+	return nil
+}
+
 func (o onOff) String() string {
 	if o.v == nil || *o.v {
 		return "on"
@@ -152,6 +172,7 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.BoolVar(&mf.json, "json", false, "print the summary as one JSON object on stdout")
 	fs.Var(proxyLevel{&mf.o}, "proxy-exec", "proxy execution off|single-rq|full (on = full): off is the sched_proxy_exec boot argument off, single-rq upstream's same-runqueue proxying (proxy_deactivate otherwise), full the whole series")
 	fs.Var(onOff{&mf.o.SleepingOwners}, "sleeping-owners", "full-series sleeping-owner parking on|off (off: proxy_deactivate)")
+	fs.Var(offOn{&mf.o.NoOptimisticSpin}, "optimistic-spin", "mutex optimistic spinning on|off (mutex_optimistic_spin: spin while the owner runs; off: CONFIG_MUTEX_SPIN_ON_OWNER=n)")
 	fs.Var(listFlag{&mf.bugNames}, "bug", "switch a catalogued bug back on (repeatable; see 'proxysim bugs')")
 	fs.DurationVar(&mf.o.Tick, "tick", def.Tick, "virtual scheduler tick")
 	fs.DurationVar(&mf.o.Epoch, "epoch", def.Epoch, "virtual time between CPU barriers (bounds clock skew; audits run there)")

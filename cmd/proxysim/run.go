@@ -187,6 +187,9 @@ func reproduceBase(mf *machineFlags) string {
 	for _, b := range mf.o.Bugs.Names() {
 		parts = append(parts, "--bug", b)
 	}
+	if mf.o.NoOptimisticSpin {
+		parts = append(parts, "--optimistic-spin", "off")
+	}
 	for _, f := range []struct {
 		name string
 		v    float64

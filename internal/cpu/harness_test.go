@@ -152,6 +152,8 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 			cfg.Proxy = a.Vals[0] == "on"
 		case "sleeping-owners":
 			cfg.SleepingOwners = a.Vals[0] == "on"
+		case "optimistic-spin":
+			cfg.NoOptimisticSpin = a.Vals[0] == "off"
 		case "topology":
 			tp, err := topology.Parse(a.Vals[0])
 			if err != nil {
@@ -370,6 +372,15 @@ func (h *harness) format(e trace.Event) string {
 			kind = "SIGKILL"
 		}
 		return fmt.Sprintf("%s %s handles %s", pre, n(e.Task), kind)
+	case trace.EvSpin:
+		kind := "spins on the owner of"
+		if e.B == 1 {
+			kind = "spins (first waiter, blocked_on cleared) on the owner of"
+		}
+		return fmt.Sprintf("%s %s %s %s", pre, n(e.Task), kind, h.mutexName(e.A))
+	case trace.EvSpinEnd:
+		how := [...]string{"took it", "owner not on a CPU", "need_resched"}[e.B]
+		return fmt.Sprintf("%s %s stops spinning on %s after %d turns: %s", pre, n(e.Task), h.mutexName(e.A), e.C, how)
 	case trace.EvSpuriousWake:
 		return fmt.Sprintf("%s spurious wake of %s waiting for %s (woken=%v)", pre, n(e.Task), h.mutexName(e.A), e.B == 1)
 	case trace.EvViolation:

@@ -106,17 +106,43 @@ func (cp *CPU) opCompute(p *task.Task, op *task.Op) {
 	}
 }
 
+// Phases of a lock instruction (ExecState.Phase).
+const (
+	lockStart       = 0 // not started
+	lockWaiting     = 1 // in the wait loop, back from schedule()
+	lockSpin        = 2 // optimistic spinning before queueing (OSQ spinner)
+	lockWaiterSpin  = 3 // the first waiter spinning on the owner (still listed)
+	lockSpinResched = 4 // a spin stopped for need_resched and scheduled; go on to the slow path
+	lockWaiterSpunR = 5 // the same for the first waiter: back into the wait loop
+)
+
+// spinning reports whether p, current here, is spinning on a mutex owner
+// with preemption disabled (the kernel spins under preempt_disable and
+// tests need_resched itself).
+func spinning(p *task.Task) bool {
+	ex := &p.Exec
+	if ex.Prog == nil || ex.PC >= len(ex.Prog.Ops) || ex.Prog.Ops[ex.PC].Kind != task.OpLock {
+		return false
+	}
+	return ex.Phase == lockSpin || ex.Phase == lockWaiterSpin
+}
+
 // opLock is mutex_lock() (or _interruptible, _killable: op.LockMode):
-// the fast path, else the slow path and schedule(), resumed after each
-// wake-up. A wait ended by a signal (-EINTR) skips the critical section it
-// did not get: the program goes on after the matching unlock (EINTRPC).
+// the fast path; then __mutex_lock_common: a lockless trylock and the
+// optimistic spin on a running owner (on by default, as in the kernel),
+// else the slow path and schedule(), resumed after each wake-up, the first
+// waiter spinning on the owner too. A wait ended by a signal (-EINTR)
+// skips the critical section it did not get: the program goes on after
+// the matching unlock (EINTRPC).
 func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
 	mx := m.mutexes[op.Mutex]
 	st := op.LockMode.SleepState()
+	spin := !m.cfg.NoOptimisticSpin
 	var res mutex.LockResult
-	if ex.Phase == 0 {
+	switch ex.Phase {
+	case lockStart:
 		for _, h := range ex.Held {
 			if h == op.Mutex {
 				m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v locks %v, which it already holds: self-deadlock", p, mx))
@@ -124,24 +150,107 @@ func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 				return
 			}
 		}
-		res = mutex.LockAcquired
-		if !mx.TryLockFast(c, p) {
+		switch {
+		case mx.TryLockFast(c, p):
+			res = mutex.LockAcquired
+		case spin && mx.TryLock(c, p):
+			res = mutex.LockAcquired
+		case spin && mx.CanSpinOnOwner(cp.rq.NeedResched()):
+			c.Inc(stats.MutexSpins)
+			ex.Phase = lockSpin
+			ex.SpinTurns = 0
+			c.Emit(trace.EvSpin, int32(p.ID), int32(op.Mutex), 0, 0)
+			cp.spinStep(p, op, mx, st)
+			return
+		default:
 			res = mx.LockSlowStart(c, p, st)
 		}
-	} else {
-		res = mx.LockSlowResume(c, p, st)
+	case lockSpin, lockWaiterSpin:
+		cp.spinStep(p, op, mx, st)
+		return
+	case lockSpinResched:
+		res = mx.LockSlowStart(c, p, st)
+	case lockWaiterSpunR:
+		res = mx.SpinEnd(c, p, st, false)
+	default:
+		res = mx.LockSlowResume(c, p, st, spin)
 	}
+	cp.lockResult(p, op, mx, st, res)
+}
+
+// lockResult moves the lock instruction on after the slow path's res.
+func (cp *CPU) lockResult(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.State, res mutex.LockResult) {
+	ex := &p.Exec
 	switch res {
 	case mutex.LockAcquired:
-		ex.Phase = 0
+		ex.Phase = lockStart
 		ex.Held = append(ex.Held, op.Mutex)
 		ex.PC++
 	case mutex.LockEINTR:
-		ex.Phase = 0
+		ex.Phase = lockStart
 		ex.PC = op.EINTRPC
+	case mutex.LockSpin:
+		ex.Phase = lockWaiterSpin
+		ex.SpinTurns = 0
+		cp.c.Emit(trace.EvSpin, int32(p.ID), int32(op.Mutex), 1, 0)
+		cp.spinStep(p, op, mx, st)
 	default:
-		ex.Phase = 1
+		ex.Phase = lockWaiting
 		cp.schedule(false)
+	}
+}
+
+// spinStep is one turn of mutex_optimistic_spin (the OSQ spinner's, before
+// queueing, or the first waiter's): try the lock, and while the owner runs
+// on a CPU and no reschedule is due, spin (SpinCost of virtual time per
+// turn). On failure with need_resched the kernel sets TASK_RUNNING and
+// schedules before going on (the slow path, or the wait loop); on other
+// failures it goes on at once. The OSQ (one spinner at a time on the
+// owner word) is not modelled: every spinner spins on the owner.
+func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.State) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	waiter := ex.Phase == lockWaiterSpin
+	nr := cp.rq.NeedResched()
+	r := mx.SpinOnOwner(c, p, waiter, nr)
+	if r != mutex.SpinAgain {
+		how := int32(trace.SpinEndAcquired)
+		if r == mutex.SpinFail {
+			how = trace.SpinEndOwner
+			if nr {
+				how = trace.SpinEndResched
+			}
+		}
+		c.Emit(trace.EvSpinEnd, int32(p.ID), int32(op.Mutex), how, int32(min(ex.SpinTurns, 1<<31-1)))
+	}
+	switch r {
+	case mutex.SpinAcquired:
+		if !waiter {
+			cp.lockResult(p, op, mx, st, mutex.LockAcquired)
+			return
+		}
+		cp.lockResult(p, op, mx, st, mx.SpinEnd(c, p, st, true))
+	case mutex.SpinAgain:
+		c.Inc(stats.MutexSpinTurns)
+		ex.SpinTurns++
+		cp.advance(m.cfg.SpinCost)
+		c.CPU.YieldPoint()
+	default:
+		if nr {
+			p.SetState(task.Running)
+			if waiter {
+				ex.Phase = lockWaiterSpunR
+			} else {
+				ex.Phase = lockSpinResched
+			}
+			cp.schedule(false)
+			return
+		}
+		if !waiter {
+			cp.lockResult(p, op, mx, st, mx.LockSlowStart(c, p, st))
+			return
+		}
+		cp.lockResult(p, op, mx, st, mx.SpinEnd(c, p, st, false))
 	}
 }
 

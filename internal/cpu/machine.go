@@ -54,6 +54,10 @@ type Config struct {
 	SwitchCost       int64 // virtual ns per context switch
 	SchedCost        int64 // virtual ns per __schedule call (a CPU spinning in the pick loop still spends time)
 	OpCost           int64 // virtual ns per non-compute instruction
+	// SpinCost is the virtual time of one turn of a mutex optimistic spin;
+	// NoOptimisticSpin switches spinning off (CONFIG_MUTEX_SPIN_ON_OWNER=n).
+	SpinCost         int64
+	NoOptimisticSpin bool
 	// Hooks, if set, gives each CPU its lock-layer hooks (jitter, conductor).
 	Hooks func(cpu int) spinlock.Hooks
 	// OnEpoch, if set, runs at every barrier with every CPU parked.
@@ -76,7 +80,7 @@ func DefaultConfig() Config {
 	return Config{
 		CPUs: 256, Tick: 1_000_000, Epoch: 1_000_000, SimTime: 1_000_000_000, Proxy: true, SleepingOwners: true,
 		RingSize: 2048, Balance: 4_000_000, AuditEvery: 50, ProgressBound: 2_000_000_000, WakingBound: 200_000_000,
-		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100,
+		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100, SpinCost: 500,
 		Live: audit.DefaultLiveConfig(),
 	}
 }

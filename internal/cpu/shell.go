@@ -168,7 +168,7 @@ func (cp *CPU) iterate(horizon int64) bool {
 	if curr != r.Idle && c.Now >= cp.nextTick {
 		cp.tick()
 	}
-	if r.NeedResched() {
+	if r.NeedResched() && !spinning(curr) {
 		cp.schedule(true)
 		return c.Now >= horizon
 	}

@@ -126,6 +126,12 @@ const (
 	// _killable returned -EINTR): p is off the wait list, RUNNING, with
 	// blocked_on clear, and does not hold the lock.
 	LockEINTR
+	// LockSpin: p is the first waiter and, the lock still owned, is to
+	// spin on the owner (mutex_optimistic_spin with a waiter): its
+	// blocked_on is cleared, wait_lock and blocked_lock are dropped, it is
+	// still on the wait list in its sleep state. The caller spins
+	// (SpinOnOwner) and then calls SpinEnd.
+	LockSpin
 )
 
 // LockSlowStart is the first half of __mutex_lock_common(): under
@@ -172,7 +178,7 @@ func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task, st task.State) LockRe
 // wake-up of p, cleared blocked_on), and p tries to take the lock, the first
 // waiter also asking for a hand-off; back at the loop's top it tries once
 // more, drops blocked_lock and checks for a signal under wait_lock.
-func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task, st task.State) LockResult {
+func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task, st task.State, spin bool) LockResult {
 	first := m.first.Load() == p
 	m.waitLock.Lock(c.CPU)
 	p.BlockedLock.Lock(c.CPU)
@@ -181,7 +187,29 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task, st task.State) LockR
 		p.SetBlockedOn(c, m)
 		p.SetState(st)
 	}
-	if m.trylock(p, first) || m.trylock(p, false) {
+	if m.trylock(p, first) {
+		m.gotItLocked(c, p)
+		return LockAcquired
+	}
+	if first && spin && !late {
+		// "mutex_optimistic_spin() can call schedule(), so we need to
+		// release these locks before calling it, and clear blocked on so
+		// we don't become unselectable to run." (M) p stays on the wait
+		// list, in its sleep state.
+		p.ClearBlockedOn(c, m, false)
+		p.BlockedLock.Unlock(c.CPU)
+		m.waitLock.Unlock(c.CPU)
+		c.Inc(stats.MutexWaiterSpins)
+		return LockSpin
+	}
+	return m.loopTop(c, p, st, late)
+}
+
+// loopTop is the top of the wait loop, wait_lock and blocked_lock held:
+// trylock (a hand-off is picked up here), blocked_lock dropped, the signal
+// check under wait_lock, wait_lock dropped (LockWait: schedule()).
+func (m *Mutex) loopTop(c *percpu.Ctx, p *task.Task, st task.State, late bool) LockResult {
+	if m.trylock(p, false) {
 		m.gotItLocked(c, p)
 		return LockAcquired
 	}
@@ -207,6 +235,76 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task, st task.State) LockR
 	}
 	m.waitLock.Unlock(c.CPU)
 	return LockWait
+}
+
+// SpinEnd is the wait loop after the first waiter's spin: wait_lock and
+// blocked_lock are taken again, blocked_on and the sleep state set again;
+// if the spin took the lock p leaves the loop with it, else it goes on at
+// the loop's top.
+func (m *Mutex) SpinEnd(c *percpu.Ctx, p *task.Task, st task.State, acquired bool) LockResult {
+	m.waitLock.Lock(c.CPU)
+	p.BlockedLock.Lock(c.CPU)
+	p.SetBlockedOn(c, m)
+	p.SetState(st)
+	if acquired {
+		m.gotItLocked(c, p)
+		return LockAcquired
+	}
+	return m.loopTop(c, p, st, false)
+}
+
+// TryLock is __mutex_trylock() without wait_lock (the lock slow path tries
+// once before spinning).
+func (m *Mutex) TryLock(c *percpu.Ctx, p *task.Task) bool {
+	if m.trylock(p, false) {
+		m.acquired(c, p, false)
+		return true
+	}
+	return false
+}
+
+// CanSpinOnOwner is mutex_can_spin_on_owner(): no reschedule pending, and
+// the owner (read without a lock) running on a CPU, or no owner.
+func (m *Mutex) CanSpinOnOwner(needResched bool) bool {
+	if needResched {
+		return false
+	}
+	if o := m.OwnerTask(); o != nil {
+		return o.OnCPU() // owner_on_cpu: READ_ONCE(owner->on_cpu)
+	}
+	return true
+}
+
+// SpinResult is one turn of a spin on the owner.
+type SpinResult uint8
+
+const (
+	SpinAgain    SpinResult = iota // the owner runs: spin on
+	SpinAcquired                   // __mutex_trylock_or_owner took the lock
+	SpinFail                       // the owner is not on a CPU, or a reschedule is due: stop spinning
+)
+
+// SpinOnOwner is one turn of mutex_optimistic_spin's loop:
+// __mutex_trylock_or_owner, then mutex_spin_on_owner's tests (owner still
+// on a CPU, no need_resched). waiter says whether p is the waiter-spinner
+// (on the wait list: a lock acquired here is p's with p still listed, and
+// SpinEnd takes it off). Lock-free, as in the kernel.
+func (m *Mutex) SpinOnOwner(c *percpu.Ctx, p *task.Task, waiter, needResched bool) SpinResult {
+	if m.trylock(p, false) {
+		c.Inc(stats.MutexSpinAcquires)
+		if !waiter {
+			m.acquired(c, p, false)
+		}
+		return SpinAcquired
+	}
+	o := m.OwnerTask()
+	if o != nil && (!o.OnCPU() || needResched) {
+		return SpinFail
+	}
+	if o == nil && needResched {
+		return SpinFail
+	}
+	return SpinAgain
 }
 
 // errEINTR is the err: path of __mutex_lock_common(), with wait_lock held

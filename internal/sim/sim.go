@@ -31,6 +31,9 @@ type Options struct {
 	Seed           uint64
 	Proxy          bool
 	SleepingOwners bool
+	// NoOptimisticSpin switches mutex optimistic spinning off (on by
+	// default, as in the kernel).
+	NoOptimisticSpin bool
 	// ProxySingleRQ (with Proxy) is --proxy-exec single-rq: proxying only
 	// when the owner is on the donor's runqueue, as upstream Linux has it;
 	// a donor whose owner is elsewhere or asleep is deactivated. It
@@ -183,6 +186,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.SimTime = int64(o.SimTime)
 	cfg.Proxy = o.Proxy
 	cfg.SleepingOwners = o.SleepingOwners
+	cfg.NoOptimisticSpin = o.NoOptimisticSpin
 	if o.Proxy && o.ProxySingleRQ {
 		cfg.ProxySingleRQ, cfg.SleepingOwners = true, false
 	}

@@ -51,6 +51,10 @@ const (
 	SignalSleepAborts // try_to_block_task found a signal pending for the sleep state: stays RUNNING
 	SpuriousWakes     // stress --spurious-wake-rate: wake_up_process of a mutex waiter
 	SpuriousWakeups   // ... that woke it (it was asleep)
+	MutexSpins        // optimistic spins started before queueing (mutex_optimistic_spin, OSQ spinner)
+	MutexWaiterSpins  // spins of the first waiter on the owner (blocked_on cleared, still listed)
+	MutexSpinTurns    // turns of either spin (SpinCost of virtual time each)
+	MutexSpinAcquires // locks taken by spinning
 	NumCounters
 )
 
@@ -65,6 +69,7 @@ var CounterNames = [NumCounters]string{
 	"exits", "jitter_injected", "migrations", "mutex_waits_done", "affinity_shuffles",
 	"mutex_eintr", "signals_sent", "signal_wakeups", "signals_handled", "signal_sleep_aborts",
 	"spurious_wakes", "spurious_wakeups",
+	"mutex_spins", "mutex_waiter_spins", "mutex_spin_turns", "mutex_spin_acquires",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

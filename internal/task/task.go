@@ -300,6 +300,7 @@ type ExecState struct {
 	TimerCPU  int    // CPU whose timer list holds our sleep timer, -1 if none
 	TimerID   uint64 // that timer's id
 	ReqStart  int64  // when the request being served began (its complete()); 0: none
+	SpinTurns int64  // turns of the current optimistic spin
 }
 
 // New returns a task with the given id and name, fair at nice 0, allowed

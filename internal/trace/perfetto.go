@@ -448,6 +448,15 @@ func (x *exporter) instant(e *Event) {
 	case EvSignalHandled:
 		task()
 		p.argBool("fatal", e.A == 1)
+	case EvSpin:
+		task()
+		p.argInt("mutex", int64(e.A))
+		p.argBool("waiter", e.B == 1)
+	case EvSpinEnd:
+		task()
+		p.argInt("mutex", int64(e.A))
+		p.argInt("how", int64(e.B))
+		p.argInt("turns", int64(e.C))
 	case EvSpuriousWake:
 		task()
 		p.argInt("mutex", int64(e.A))

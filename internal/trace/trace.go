@@ -40,13 +40,22 @@ const (
 	EvSignal                     // Task=target, A=1 if fatal (SIGKILL), B=1 if the wake-up woke it
 	EvSignalHandled              // Task, A=1 if fatal
 	EvSpuriousWake               // Task=woken waiter, A=mutex, B=1 if it woke it
+	EvSpin                       // Task, A=mutex, B=1 if the first waiter's spin: optimistic spinning starts
+	EvSpinEnd                    // Task, A=mutex, B=SpinEnd* (how it ended), C=turns
 	NumKinds
 )
 
 var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
-	"lock_eintr", "signal", "signal_handled", "spurious_wake"}
+	"lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end"}
+
+// How an optimistic spin ended (EvSpinEnd's B).
+const (
+	SpinEndAcquired = 0 // took the lock
+	SpinEndOwner    = 1 // the owner is not on a CPU
+	SpinEndResched  = 2 // need_resched: scheduled first
+)
 
 func (k Kind) String() string {
 	if k < NumKinds {
