@@ -36,14 +36,19 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	if dest < 0 {
 		dest = mask.Next(0)
 	}
-	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) {
+	running := p == r.Curr() || p.OnCPU()
+	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && !(running && p.CPU() == p.WakeCPU && !mask.Has(p.CPU())) {
 		// v11: a home CPU that is no longer allowed moves with the mask.
+		// Not for a task running at home that the stopper is to move:
+		// its move (set_task_cpu) sets wake_cpu, and a later mask that
+		// allows its CPU again must not find it away from a wake_cpu it
+		// never left for (invariant 8).
 		p.WakeCPU = dest
 	}
 	switch {
 	case mask.Has(p.CPU()):
 		// Nothing to move.
-	case p == r.Curr() || p.OnCPU():
+	case running:
 		p.MigrationReady = true
 		cp := m.cpus[r.CPU]
 		cp.stopWork = append(cp.stopWork, p)
@@ -98,6 +103,13 @@ func (cp *CPU) migrationStop() {
 		p.PiLock.Lock(c.CPU)
 		pr := m.taskRQLock(c, p)
 		p.MigrationReady = false
+		if pr == r && !p.CPUsMask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && (!p.Queued() || p.IsBlocked()) {
+			// A task that left the CPU asleep, or stays here as a donor,
+			// keeps its home: v11's wake_cpu move, deferred while it
+			// ran here (setCPUsAllowed). Kernel: not queued -> wake_cpu
+			// = dest.
+			p.WakeCPU = p.CPUsMask.Next(0)
+		}
 		if pr != r || p.CPUsMask.Has(r.CPU) || !p.Queued() || p.State() == task.Dead {
 			pr.Unlock(c)
 			p.PiLock.Unlock(c.CPU)
