@@ -22,6 +22,26 @@ import (
 // onOff is an on|off flag value.
 type onOff struct{ v *bool }
 
+// offOn is an on|off flag stored inverted (a "No..." option whose zero
+// value means on).
+type offOn struct{ off *bool }
+
+func (o offOn) String() string {
+	if o.off == nil || !*o.off {
+		return "on"
+	}
+	return "off"
+}
+
+func (o offOn) Set(s string) error {
+	var on bool
+	if err := (onOff{&on}).Set(s); err != nil {
+		return err
+	}
+	*o.off = !on
+	return nil
+}
+
 func (o onOff) String() string {
 	if o.v == nil || *o.v {
 		return "on"
@@ -202,6 +222,7 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.Var(onOff{&mf.o.SleepingOwners}, "sleeping-owners", "full-series sleeping-owner parking on|off (off: proxy_deactivate)")
 	fs.Var(coreSchedFlag{&mf.o.CoreSched}, "core-sched", "core scheduling on SMT siblings: --core-sched (the merged 5.14 core-wide pick, the reference's proxy hooks), --core-sched=v3 (RFC v3's pick_task), =off (default); untagged workloads get cookies by group")
 	fs.Var(schedFeatures{&mf.o}, "sched-features", "sched features by the kernel's names, comma-separated, NO_ to clear: CORESCHED_STALL_FIX (default on; read by --core-sched=v3)")
+	fs.Var(offOn{&mf.o.NoOptimisticSpin}, "optimistic-spin", "mutex optimistic spinning on|off (mutex_optimistic_spin: spin while the owner runs; off: CONFIG_MUTEX_SPIN_ON_OWNER=n)")
 	fs.Var(listFlag{&mf.bugNames}, "bug", "switch a catalogued bug back on (repeatable; see 'proxysim bugs')")
 	fs.DurationVar(&mf.o.Tick, "tick", def.Tick, "virtual scheduler tick")
 	fs.DurationVar(&mf.o.Epoch, "epoch", def.Epoch, "virtual time between CPU barriers (bounds clock skew; audits run there)")

@@ -192,5 +192,16 @@ func reproduceBase(mf *machineFlags) string {
 	for _, b := range mf.o.Bugs.Names() {
 		parts = append(parts, "--bug", b)
 	}
+	if mf.o.NoOptimisticSpin {
+		parts = append(parts, "--optimistic-spin", "off")
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"signal-rate", mf.o.SignalRate}, {"signal-fatal", mf.o.SignalFatal}, {"spurious-wake-rate", mf.o.SpuriousWakeRate}, {"lock-interruptible", mf.o.InterruptibleLocks}} {
+		if f.v != 0 {
+			parts = append(parts, "--"+f.name, fmt.Sprint(f.v))
+		}
+	}
 	return strings.Join(parts, " ")
 }

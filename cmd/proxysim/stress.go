@@ -23,7 +23,10 @@ The race-hunting mode. Runs the machine (256 CPUs by default) on the
 stress workload, widening race windows on purpose: yields and short delays
 at every lock-juggling point (--jitter), all CPUs paused and released
 together now and then (--stutter), affinity masks moved around
-(--shuffle-interval). Prints a statistics line every --stat-interval,
+(--shuffle-interval); on request signals to random tasks and mutex
+waiters (--signal-rate, with --lock-interruptible making the workload's
+locks interruptible or killable) and spurious wake-ups of mutex waiters
+(--spurious-wake-rate). Prints a statistics line every --stat-interval,
 stops cleanly on SIGINT/SIGTERM (a second signal exits at once), and on a
 violation, deadlock or hang writes --report (and --trace) and exits 1.
 
@@ -62,6 +65,10 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.DurationVar(&sf.o.JitterDelay, "jitter-delay", def.JitterDelay, "longest injected busy delay (real time)")
 	fs.DurationVar(&sf.o.Stutter, "stutter", def.Stutter, "pause every CPU and release them together every this much wall time (0: off)")
 	fs.DurationVar(&sf.o.ShuffleInterval, "shuffle-interval", def.ShuffleInterval, "virtual time between affinity shuffles on each busy CPU (0: off)")
+	fs.Float64Var(&sf.o.SignalRate, "signal-rate", def.SignalRate, "signals sent per second of busy virtual time per CPU, half of them to random mutex waiters (0: off)")
+	fs.Float64Var(&sf.o.SignalFatal, "signal-fatal", def.SignalFatal, "fraction of --signal-rate's signals that are SIGKILL (the task exits when it handles one)")
+	fs.Float64Var(&sf.o.SpuriousWakeRate, "spurious-wake-rate", def.SpuriousWakeRate, "spurious wake_up_process calls on random mutex waiters per second of busy virtual time per CPU (0: off)")
+	fs.Float64Var(&sf.o.InterruptibleLocks, "lock-interruptible", def.InterruptibleLocks, "probability that a lock instruction of the workload becomes mutex_lock_interruptible (half of them _killable)")
 	fs.DurationVar(&sf.statInterval, "stat-interval", 10*time.Second, "print a statistics line this often (0: never)")
 	fs.DurationVar(&sf.retryDet, "retry-deterministic", 20*time.Second, "after a concurrent-mode failure, try the same seed in deterministic mode with each strategy for this long (0: don't)")
 }
@@ -91,6 +98,22 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	}
 	if !(sf.o.Jitter >= 0 && sf.o.Jitter <= 1) { // NaN fails both
 		return usagef("--jitter %v out of range 0-1", sf.o.Jitter)
+	}
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"signal-rate", sf.o.SignalRate}, {"spurious-wake-rate", sf.o.SpuriousWakeRate}} {
+		if !(r.v >= 0 && r.v <= 1e6) {
+			return usagef("--%s %v out of range 0-1e6", r.name, r.v)
+		}
+	}
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"signal-fatal", sf.o.SignalFatal}, {"lock-interruptible", sf.o.InterruptibleLocks}} {
+		if !(r.v >= 0 && r.v <= 1) {
+			return usagef("--%s %v out of range 0-1", r.name, r.v)
+		}
 	}
 	if sf.o.JitterDelay < 0 || sf.o.JitterDelay > time.Second {
 		return usagef("--jitter-delay %v out of range 0-1s", sf.o.JitterDelay)
@@ -158,6 +181,8 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		zap.Int("tasks", len(r.Machine.Tasks())-1), zap.String("workload", sc.Name), zap.Bool("proxy_exec", mf.o.Proxy),
 		zap.Strings("bugs", mf.o.Bugs.Names()), zap.Duration("duration", mf.o.Duration), zap.Float64("jitter", mf.o.Jitter),
 		zap.Duration("stutter", mf.o.Stutter), zap.Duration("shuffle_interval", mf.o.ShuffleInterval),
+		zap.Float64("signal_rate", mf.o.SignalRate), zap.Float64("spurious_wake_rate", mf.o.SpuriousWakeRate),
+		zap.Float64("lock_interruptible", mf.o.InterruptibleLocks),
 		zap.Duration("epoch", mf.o.Epoch), zap.Int("audit_every", mf.o.AuditEvery), zap.String("report", mf.report),
 		zap.Int("shard", mf.serve.shard), zap.Int("shards", mf.serve.shards), zap.String("metrics_addr", mf.serve.metricsAddr))
 

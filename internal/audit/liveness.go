@@ -365,8 +365,11 @@ func (a *liveAuditor) freeStuck(ws []*task.Task) bool {
 	return true
 }
 
-// lostWakeups: invariant 35. A TASK_UNINTERRUPTIBLE task off every
-// runqueue must be referenced by something that will wake it: a wake list
+// lostWakeups: invariant 35. A TASK_UNINTERRUPTIBLE (or KILLABLE) task
+// off every runqueue, or a TASK_INTERRUPTIBLE one on a mutex wait list
+// (mutex_lock_interruptible: nothing but the unlock is owed to wake it;
+// a signal may, but no signal is owed), must be referenced by something
+// that will wake it: a wake list
 // or timer, a sleeping owner's list, or the wait list of a mutex that
 // somebody else will release (an owner other than itself, or, if the
 // mutex is free, another waiter able to take it).
@@ -380,7 +383,10 @@ func (a *liveAuditor) lostWakeups() {
 	}
 	seen := map[*task.Task]bool{}
 	for _, p := range a.v.Tasks() {
-		if p == nil || p.State() != task.Uninterruptible || p.OnRQ() != task.OnRQNone || p.OnCPU() {
+		if p == nil || p.OnRQ() != task.OnRQNone || p.OnCPU() {
+			continue
+		}
+		if st := p.State(); !st.Uninterruptible() && (st != task.Interruptible || waitingOn[p] == nil) {
 			continue
 		}
 		if _, running := a.curr[p]; running || a.v.WakePending(p) || p.SleepingOwner.Load() != nil {
@@ -413,8 +419,8 @@ func (a *liveAuditor) lostWakeups() {
 		if a.lost[p] < a.cfg.LostAudits {
 			continue // unreferenced at LostAudits audits in a row
 		}
-		a.fail(check.InvLostWakeup, p.CPU(), p, "%v is TASK_UNINTERRUPTIBLE off every runqueue and nothing will wake it: no wake list, timer or sleeping-owner list holds it, and %s (seen at %d audits in a row). Task: %s",
-			p, why, a.lost[p], chain(p))
+		a.fail(check.InvLostWakeup, p.CPU(), p, "%v is %v off every runqueue and nothing will wake it: no wake list, timer or sleeping-owner list holds it, and %s (seen at %d audits in a row). Task: %s",
+			p, p.State(), why, a.lost[p], chain(p))
 	}
 	for p := range a.lost {
 		if !seen[p] {

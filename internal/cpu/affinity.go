@@ -36,14 +36,19 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	if dest < 0 {
 		dest = mask.Next(0)
 	}
-	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) {
+	running := p == r.Curr() || p.OnCPU()
+	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && !(running && p.CPU() == p.WakeCPU && !mask.Has(p.CPU())) {
 		// v11: a home CPU that is no longer allowed moves with the mask.
+		// Not for a task running at home that the stopper is to move:
+		// its move (set_task_cpu) sets wake_cpu, and a later mask that
+		// allows its CPU again must not find it away from a wake_cpu it
+		// never left for (invariant 8).
 		p.WakeCPU = dest
 	}
 	switch {
 	case mask.Has(p.CPU()):
 		// Nothing to move.
-	case p == r.Curr() || p.OnCPU():
+	case running:
 		p.MigrationReady = true
 		cp := m.cpus[r.CPU]
 		cp.stopWork = append(cp.stopWork, p)
@@ -53,6 +58,14 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 		// affine_move_task exempts only rq->donor (not curr): a donor
 		// boosting a proxy may stay; every other queued task, a
 		// mutex-blocked one too, moves (and its wake_cpu with it).
+		if c.Proxy && p.IsBlocked() && r.Donor(c) != r.Curr() && !c.Bug(bugs.ProxyKeepsDonor) {
+			// A proxy runs here and p may be a link of its donor's
+			// chain: once p leaves, the chain no longer ends at curr
+			// (invariant 4). Re-pick. move_queued_task only checks
+			// preemption on the destination: finding F2 (the same hole
+			// as its unlock and wake-up halves).
+			r.ReschedCurr(c)
+		}
 		m.moveQueuedTask(c, r, p, dest, trace.ReasonAffinity)
 		r = nil
 	}
@@ -90,6 +103,13 @@ func (cp *CPU) migrationStop() {
 		p.PiLock.Lock(c.CPU)
 		pr := m.taskRQLock(c, p)
 		p.MigrationReady = false
+		if pr == r && !p.CPUsMask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && (!p.Queued() || p.IsBlocked()) {
+			// A task that left the CPU asleep, or stays here as a donor,
+			// keeps its home: v11's wake_cpu move, deferred while it
+			// ran here (setCPUsAllowed). Kernel: not queued -> wake_cpu
+			// = dest.
+			p.WakeCPU = p.CPUsMask.Next(0)
+		}
 		if pr != r || p.CPUsMask.Has(r.CPU) || !p.Queued() || p.State() == task.Dead {
 			pr.Unlock(c)
 			p.PiLock.Unlock(c.CPU)
@@ -105,9 +125,13 @@ func (cp *CPU) migrationStop() {
 			r.SetNextTask(c)
 			r.PublishPrio(c)
 		}
-		if p == r.Donor(c) || proxy.TaskIsBlocked(c, p) {
-			// A donor may stay outside its mask; the return path
-			// places it once it can run.
+		if p == r.Donor(c) || (p.IsBlocked() && proxy.TaskIsBlocked(c, p)) {
+			// A donor asleep in its wait loop (is_blocked, read under
+			// this rq lock, and blocked_on set) may stay outside its
+			// mask; the return path places it once it can run. A task
+			// that was running here is not is_blocked, even with
+			// blocked_on set (a woken waiter that has not re-armed yet):
+			// it moves like any other.
 			pr.Unlock(c)
 		} else {
 			dest := p.CPUsMask.Next(0)

@@ -172,11 +172,23 @@ func (cp *CPU) checkSwitchIn(prev, next *task.Task) {
 // tryToBlockTask is try_to_block_task(): a task that is going to sleep is
 // marked is_blocked and leaves the runqueue, unless it is mutex-blocked
 // (task_is_blocked) and proxy execution is on, in which case it stays
-// queued as a potential donor.
+// queued as a potential donor. A signal pending for the sleep state
+// (signal_pending_state) cancels the sleep first: the task is RUNNING
+// again, its blocked_on is cleared (clear_task_blocked_on takes its
+// blocked_lock, inside the rq lock), and it stays current; a mutex waiter
+// then leaves its wait loop with -EINTR.
 func (cp *CPU) tryToBlockTask(prev *task.Task, st task.State) {
 	c, r := cp.c, cp.rq
 	if prev.IsBlocked() {
 		c.Warn(check.InvRunningNotBlocked, prev.ID, prev.String(), "try_to_block_task: %v already has is_blocked set", prev)
+	}
+	if prev.SignalPendingState(st) {
+		prev.SetState(task.Running)
+		prev.BlockedLock.Lock(c.CPU)
+		prev.ClearBlockedOn(c, nil, true)
+		prev.BlockedLock.Unlock(c.CPU)
+		c.Inc(stats.SignalSleepAborts)
+		return
 	}
 	prev.SetIsBlocked(true)
 	if st != task.Dead && proxy.TaskIsBlocked(c, prev) {

@@ -10,6 +10,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,6 +96,12 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		from := h.intArg(t, d, "from", 0)
 		ok := h.m.tryToWakeUp(h.m.cpus[from].c, p, task.WakeNormal)
 		return fmt.Sprintf("woken=%v\n", ok) + h.events()
+	case "signal":
+		// signal task=X [from=N] [fatal]: send_signal from cpu N
+		p := h.taskArg(t, d, "task")
+		from := h.intArg(t, d, "from", 0)
+		ok := h.m.sendSignal(h.m.cpus[from].c, p, d.HasArg("fatal"))
+		return fmt.Sprintf("woken=%v\n", ok) + h.events()
 	case "affinity":
 		p := h.taskArg(t, d, "task")
 		from := h.intArg(t, d, "from", 0)
@@ -151,6 +158,8 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 				t.Fatal(err)
 			}
 			cfg.CoreSched = cs
+		case "optimistic-spin":
+			cfg.NoOptimisticSpin = a.Vals[0] == "off"
 		case "topology":
 			tp, err := topology.Parse(a.Vals[0])
 			if err != nil {
@@ -243,17 +252,17 @@ func (h *harness) program(t *testing.T, d *datadriven.TestData) *task.Program {
 		if len(f) == 0 {
 			continue
 		}
-		k, ok := task.ParseOpKind(f[0])
+		k, mode, ok := task.ParseOpName(f[0])
 		if !ok {
 			t.Fatalf("%s: unknown instruction %q", d.Pos, f[0])
 		}
-		op := task.Op{Kind: k}
+		op := task.Op{Kind: k, LockMode: mode}
 		switch k {
 		case task.OpCompute, task.OpSleep:
 			op.Min = dur(f[1])
 		case task.OpLock, task.OpUnlock:
 			op.Mutex = h.mutexes[f[1]]
-		case task.OpWake:
+		case task.OpWake, task.OpSignal, task.OpKill:
 			op.Target = h.tasks[f[1]].ID
 		case task.OpLoop:
 			op.Jump, _ = strconv.Atoi(f[1])
@@ -358,6 +367,31 @@ func (h *harness) format(e trace.Event) string {
 		return fmt.Sprintf("%s %s sleep %s", pre, n(e.Task), d)
 	case trace.EvLoadBalance:
 		return fmt.Sprintf("%s load balance pulls %s cpu%d->cpu%d", pre, n(e.Task), e.A, e.B)
+	case trace.EvLockEINTR:
+		return fmt.Sprintf("%s %s leaves the wait for %s with -EINTR", pre, n(e.Task), h.mutexName(e.A))
+	case trace.EvSignal:
+		kind := "signal"
+		if e.A == 1 {
+			kind = "SIGKILL"
+		}
+		return fmt.Sprintf("%s %s to %s (woken=%v)", pre, kind, n(e.Task), e.B == 1)
+	case trace.EvSignalHandled:
+		kind := "a signal"
+		if e.A == 1 {
+			kind = "SIGKILL"
+		}
+		return fmt.Sprintf("%s %s handles %s", pre, n(e.Task), kind)
+	case trace.EvSpin:
+		kind := "spins on the owner of"
+		if e.B == 1 {
+			kind = "spins (first waiter, blocked_on cleared) on the owner of"
+		}
+		return fmt.Sprintf("%s %s %s %s", pre, n(e.Task), kind, h.mutexName(e.A))
+	case trace.EvSpinEnd:
+		how := [...]string{"took it", "owner not on a CPU", "need_resched"}[e.B]
+		return fmt.Sprintf("%s %s stops spinning on %s after %d turns: %s", pre, n(e.Task), h.mutexName(e.A), e.C, how)
+	case trace.EvSpuriousWake:
+		return fmt.Sprintf("%s spurious wake of %s waiting for %s (woken=%v)", pre, n(e.Task), h.mutexName(e.A), e.B == 1)
 	case trace.EvViolation:
 		return fmt.Sprintf("%s VIOLATION invariant %d (%s)", pre, e.A, check.Invariant(e.A).Name())
 	case trace.EvCorePick:
@@ -430,10 +464,12 @@ func (h *harness) state() string {
 	return b.String()
 }
 
-// interrupt is armed by `interrupt cpu=N task=X when=migrating|waking
+// interrupt is armed by `interrupt cpu=N task=X when=migrating|waking|unlocking
 // run=M [steps=K]` and fires during the next command: the first time CPU
 // N passes a lock-release yield point while X is on_rq MIGRATING (when=
-// migrating) or woken (when=waking: is_blocked with blocked_on cleared), holding no lock but pi_locks, CPU
+// migrating) or woken (when=waking: is_blocked with blocked_on cleared),
+// or a lock-acquire point inside X's mutex_unlock before wait_lock (when=
+// unlocking: X let go of a mutex whose owner word still names it), holding no lock but pi_locks, CPU
 // M takes K turns of its loop right there, as it could concurrently, and
 // then CPU N goes on. It makes mid-operation interleavings (a move between
 // its two rq locks, an unlock before its wake_up_q) exact. The nested CPU
@@ -448,8 +484,8 @@ type interrupt struct {
 func (h *harness) armInterrupt(t *testing.T, d *datadriven.TestData) string {
 	in := &interrupt{cpu: h.intArg(t, d, "cpu", 0), run: h.intArg(t, d, "run", 0), steps: h.intArg(t, d, "steps", 1), p: h.taskArg(t, d, "task")}
 	d.ScanArgs(t, "when", &in.when)
-	if in.when != "migrating" && in.when != "waking" {
-		t.Fatalf("%s: interrupt when=%q: want migrating or waking", d.Pos, in.when)
+	if in.when != "migrating" && in.when != "waking" && in.when != "unlocking" {
+		t.Fatalf("%s: interrupt when=%q: want migrating, waking or unlocking", d.Pos, in.when)
 	}
 	if in.cpu == in.run || in.run < 0 || in.run >= h.m.NumCPUs() {
 		t.Fatalf("%s: interrupt run=%d: want another CPU of the machine", d.Pos, in.run)
@@ -468,7 +504,11 @@ func (k harnessHooks) Yield(c *spinlock.CPU, pt spinlock.Point) {
 		panic(fmt.Sprintf("interrupt: cpu%d waits (cpu_relax) for something paused cpu%d holds", c.ID, h.paused))
 	}
 	in := h.intr
-	if in == nil || h.nested || pt != spinlock.PointRelease || c.ID != in.cpu || !h.interruptDue(c, in) {
+	want := spinlock.PointRelease
+	if in != nil && in.when == "unlocking" {
+		want = spinlock.PointAcquire
+	}
+	if in == nil || h.nested || pt != want || c.ID != in.cpu || !h.interruptDue(c, in) {
 		return
 	}
 	h.intr = nil
@@ -509,6 +549,15 @@ func (h *harness) interruptDue(c *spinlock.CPU, in *interrupt) bool {
 	case "waking":
 		m, isb, _ := in.p.Peek()
 		return m == nil && isb
+	case "unlocking":
+		// inside mutex_unlock's slow path, before wait_lock: the program
+		// has let go of a mutex whose owner word still names the task
+		// (a hand-off is coming)
+		for _, mx := range h.m.mutexes {
+			if o, _, _ := mx.Peek(); o == in.p && !slices.Contains(in.p.Exec.Held, mx.ID()) {
+				return true
+			}
+		}
 	}
 	return false
 }

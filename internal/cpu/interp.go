@@ -9,6 +9,7 @@ import (
 
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/mutex"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/stats"
@@ -33,6 +34,13 @@ func (cp *CPU) step(p *task.Task) {
 		// Exited but still current: schedule it away.
 		cp.schedule(false)
 		return
+	}
+	if ex.Phase == 0 && ex.Left == 0 && p.SignalPending() {
+		// Between instructions is the way back to user mode: a pending
+		// signal is dequeued here (get_signal); SIGKILL ends the task.
+		if cp.handleSignal(p) {
+			return
+		}
 	}
 	if ex.PC >= len(ex.Prog.Ops) {
 		cp.exit(p)
@@ -62,6 +70,8 @@ var ops = [...]func(cp *CPU, p *task.Task, op *task.Op){
 	task.OpChoose:   (*CPU).opChoose,
 	task.OpExit:     (*CPU).opExit,
 	task.OpCookie:   (*CPU).opCookie,
+	task.OpSignal:   (*CPU).opSignal,
+	task.OpKill:     (*CPU).opSignal,
 }
 
 // opCompute runs compute for at most the budget to the next tick, timer or epoch end.
@@ -97,12 +107,43 @@ func (cp *CPU) opCompute(p *task.Task, op *task.Op) {
 	}
 }
 
-// opLock is mutex_lock(): the fast path, else the slow path and schedule(), resumed after each wake-up.
+// Phases of a lock instruction (ExecState.Phase).
+const (
+	lockStart       = 0 // not started
+	lockWaiting     = 1 // in the wait loop, back from schedule()
+	lockSpin        = 2 // optimistic spinning before queueing (OSQ spinner)
+	lockWaiterSpin  = 3 // the first waiter spinning on the owner (still listed)
+	lockSpinResched = 4 // a spin stopped for need_resched and scheduled; go on to the slow path
+	lockWaiterSpunR = 5 // the same for the first waiter: back into the wait loop
+)
+
+// spinning reports whether p, current here, is spinning on a mutex owner
+// with preemption disabled (the kernel spins under preempt_disable and
+// tests need_resched itself).
+func spinning(p *task.Task) bool {
+	ex := &p.Exec
+	if ex.Prog == nil || ex.PC >= len(ex.Prog.Ops) || ex.Prog.Ops[ex.PC].Kind != task.OpLock {
+		return false
+	}
+	return ex.Phase == lockSpin || ex.Phase == lockWaiterSpin
+}
+
+// opLock is mutex_lock() (or _interruptible, _killable: op.LockMode):
+// the fast path; then __mutex_lock_common: a lockless trylock and the
+// optimistic spin on a running owner (on by default, as in the kernel),
+// else the slow path and schedule(), resumed after each wake-up, the first
+// waiter spinning on the owner too. A wait ended by a signal (-EINTR)
+// skips the critical section it did not get: the program goes on after
+// the matching unlock (EINTRPC).
 func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
 	mx := m.mutexes[op.Mutex]
-	if ex.Phase == 0 {
+	st := op.LockMode.SleepState()
+	spin := !m.cfg.NoOptimisticSpin
+	var res mutex.LockResult
+	switch ex.Phase {
+	case lockStart:
 		for _, h := range ex.Held {
 			if h == op.Mutex {
 				m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v locks %v, which it already holds: self-deadlock", p, mx))
@@ -110,22 +151,108 @@ func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 				return
 			}
 		}
-		if mx.TryLockFast(c, p) || mx.LockSlowStart(c, p) {
-			ex.Held = append(ex.Held, op.Mutex)
-			ex.PC++
+		switch {
+		case mx.TryLockFast(c, p):
+			res = mutex.LockAcquired
+		case spin && mx.TryLock(c, p):
+			res = mutex.LockAcquired
+		case spin && mx.CanSpinOnOwner(cp.rq.NeedResched()):
+			c.Inc(stats.MutexSpins)
+			ex.Phase = lockSpin
+			ex.SpinTurns = 0
+			c.Emit(trace.EvSpin, int32(p.ID), int32(op.Mutex), 0, 0)
+			cp.spinStep(p, op, mx, st)
 			return
+		default:
+			res = mx.LockSlowStart(c, p, st)
 		}
-		ex.Phase = 1
-		cp.schedule(false)
+	case lockSpin, lockWaiterSpin:
+		cp.spinStep(p, op, mx, st)
 		return
+	case lockSpinResched:
+		res = mx.LockSlowStart(c, p, st)
+	case lockWaiterSpunR:
+		res = mx.SpinEnd(c, p, st, false)
+	default:
+		res = mx.LockSlowResume(c, p, st, spin)
 	}
-	if mx.LockSlowResume(c, p) {
-		ex.Phase = 0
+	cp.lockResult(p, op, mx, st, res)
+}
+
+// lockResult moves the lock instruction on after the slow path's res.
+func (cp *CPU) lockResult(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.State, res mutex.LockResult) {
+	ex := &p.Exec
+	switch res {
+	case mutex.LockAcquired:
+		ex.Phase = lockStart
 		ex.Held = append(ex.Held, op.Mutex)
 		ex.PC++
-		return
+	case mutex.LockEINTR:
+		ex.Phase = lockStart
+		ex.PC = op.EINTRPC
+	case mutex.LockSpin:
+		ex.Phase = lockWaiterSpin
+		ex.SpinTurns = 0
+		cp.c.Emit(trace.EvSpin, int32(p.ID), int32(op.Mutex), 1, 0)
+		cp.spinStep(p, op, mx, st)
+	default:
+		ex.Phase = lockWaiting
+		cp.schedule(false)
 	}
-	cp.schedule(false)
+}
+
+// spinStep is one turn of mutex_optimistic_spin (the OSQ spinner's, before
+// queueing, or the first waiter's): try the lock, and while the owner runs
+// on a CPU and no reschedule is due, spin (SpinCost of virtual time per
+// turn). On failure with need_resched the kernel sets TASK_RUNNING and
+// schedules before going on (the slow path, or the wait loop); on other
+// failures it goes on at once. The OSQ (one spinner at a time on the
+// owner word) is not modelled: every spinner spins on the owner.
+func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.State) {
+	c, m := cp.c, cp.m
+	ex := &p.Exec
+	waiter := ex.Phase == lockWaiterSpin
+	nr := cp.rq.NeedResched()
+	r := mx.SpinOnOwner(c, p, waiter, nr)
+	if r != mutex.SpinAgain {
+		how := int32(trace.SpinEndAcquired)
+		if r == mutex.SpinFail {
+			how = trace.SpinEndOwner
+			if nr {
+				how = trace.SpinEndResched
+			}
+		}
+		c.Emit(trace.EvSpinEnd, int32(p.ID), int32(op.Mutex), how, int32(min(ex.SpinTurns, 1<<31-1)))
+	}
+	switch r {
+	case mutex.SpinAcquired:
+		if !waiter {
+			cp.lockResult(p, op, mx, st, mutex.LockAcquired)
+			return
+		}
+		cp.lockResult(p, op, mx, st, mx.SpinEnd(c, p, st, true))
+	case mutex.SpinAgain:
+		c.Inc(stats.MutexSpinTurns)
+		ex.SpinTurns++
+		cp.advance(m.cfg.SpinCost)
+		c.CPU.YieldPoint()
+	default:
+		if nr {
+			p.SetState(task.Running)
+			if waiter {
+				ex.Phase = lockWaiterSpunR
+			} else {
+				ex.Phase = lockSpinResched
+			}
+			cp.schedule(false)
+			return
+		}
+		if !waiter {
+			cp.lockResult(p, op, mx, st, mx.LockSlowStart(c, p, st))
+			return
+		}
+		cp.lockResult(p, op, mx, st, mx.SpinEnd(c, p, st, false))
+	}
 }
 
 // opUnlock is mutex_unlock() and the wake-ups it queued.
@@ -225,6 +352,15 @@ func (cp *CPU) opWake(p *task.Task, op *task.Op) {
 		m.tryToWakeUp(c, t, task.WakeInterruptible)
 	}
 	ex.PC++
+}
+
+// opSignal is kill(2) of the target: a signal with a handler (OpSignal)
+// or SIGKILL (OpKill).
+func (cp *CPU) opSignal(p *task.Task, op *task.Op) {
+	if t := cp.m.Task(op.Target); t != nil {
+		cp.m.sendSignal(cp.c, t, op.Kind == task.OpKill)
+	}
+	p.Exec.PC++
 }
 
 // opYield is sched_yield().
@@ -365,6 +501,60 @@ func (cp *CPU) exit(p *task.Task) {
 	cp.c.Inc(stats.Exits)
 	cp.c.Emit(trace.EvExit, int32(p.ID), 0, 0, 0)
 	cp.schedule(false)
+}
+
+// handleSignal is get_signal() on the way back to user mode: p dequeues
+// its pending signals under its siglock (clearing TIF_SIGPENDING). A
+// handler "runs" (nothing to do); SIGKILL makes p exit (do_group_exit),
+// and handleSignal then returns true.
+func (cp *CPU) handleSignal(p *task.Task) bool {
+	c := cp.c
+	p.SigLock.Lock(c.CPU)
+	fatal := p.DequeueSignals(c.CPU)
+	p.SigLock.Unlock(c.CPU)
+	c.Inc(stats.SignalsHandled)
+	f := int32(0)
+	if fatal {
+		f = 1
+	}
+	c.Emit(trace.EvSignalHandled, int32(p.ID), f, 0, 0)
+	if fatal {
+		cp.exit(p)
+		return true
+	}
+	return false
+}
+
+// sendSignal is send_signal() of a signal with a handler, or of SIGKILL
+// (fatal), to p: under p's siglock the signal is queued, TIF_SIGPENDING
+// set, and signal_wake_up_state wakes p from an INTERRUPTIBLE sleep, or for
+// SIGKILL also from a KILLABLE one (wake_up_state(p, TASK_INTERRUPTIBLE |
+// TASK_WAKEKILL)), all before the siglock is dropped. A task in a mutex
+// wait that is woken goes back round its wait loop and leaves it with
+// -EINTR; one that is about to sleep sees the signal in
+// try_to_block_task (signal_pending_state) and stays runnable.
+func (m *Machine) sendSignal(c *percpu.Ctx, p *task.Task, fatal bool) bool {
+	mask := task.WakeInterruptible
+	if fatal {
+		mask |= task.WakeKill
+	}
+	p.SigLock.Lock(c.CPU)
+	p.QueueSignal(c.CPU, fatal)
+	c.Inc(stats.SignalsSent)
+	woken := m.tryToWakeUp(c, p, mask)
+	p.SigLock.Unlock(c.CPU)
+	if woken {
+		c.Inc(stats.SignalWakeups)
+	}
+	f, w := int32(0), int32(0)
+	if fatal {
+		f = 1
+	}
+	if woken {
+		w = 1
+	}
+	c.Emit(trace.EvSignal, int32(p.ID), f, w, 0)
+	return woken
 }
 
 // setScheduler is __sched_setscheduler(): change p's policy and priority

@@ -42,9 +42,22 @@ type Config struct {
 	WallLimit      time.Duration
 	HangTimeout    time.Duration
 	ShuffleEvery   int64 // virtual ns between affinity shuffles per busy CPU (0: off)
-	SwitchCost     int64 // virtual ns per context switch
-	SchedCost      int64 // virtual ns per __schedule call (a CPU spinning in the pick loop still spends time)
-	OpCost         int64 // virtual ns per non-compute instruction
+	// SignalRate is signals sent per second of busy (ticking) virtual time
+	// per CPU (stress --signal-rate; 0: off); SignalFatal the fraction of
+	// them that are SIGKILL (the task exits when it handles one).
+	SignalRate  float64
+	SignalFatal float64
+	// SpuriousWakeRate is wake_up_process calls on a random mutex waiter
+	// per second of busy virtual time per CPU (stress
+	// --spurious-wake-rate; 0: off).
+	SpuriousWakeRate float64
+	SwitchCost       int64 // virtual ns per context switch
+	SchedCost        int64 // virtual ns per __schedule call (a CPU spinning in the pick loop still spends time)
+	OpCost           int64 // virtual ns per non-compute instruction
+	// SpinCost is the virtual time of one turn of a mutex optimistic spin;
+	// NoOptimisticSpin switches spinning off (CONFIG_MUTEX_SPIN_ON_OWNER=n).
+	SpinCost         int64
+	NoOptimisticSpin bool
 	// Hooks, if set, gives each CPU its lock-layer hooks (jitter, conductor).
 	Hooks func(cpu int) spinlock.Hooks
 	// OnEpoch, if set, runs at every barrier with every CPU parked.
@@ -77,7 +90,7 @@ func DefaultConfig() Config {
 	return Config{
 		CPUs: 256, Tick: 1_000_000, Epoch: 1_000_000, SimTime: 1_000_000_000, Proxy: true, SleepingOwners: true,
 		RingSize: 2048, Balance: 4_000_000, AuditEvery: 50, ProgressBound: 2_000_000_000, WakingBound: 200_000_000,
-		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100,
+		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100, SpinCost: 500,
 		Live: audit.DefaultLiveConfig(), CoreStallFix: true, CoreStarveBound: 100_000_000,
 	}
 }
@@ -283,6 +296,7 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	default:
 		p.SetNice(s.Prio)
 	}
+	s.Prog.Link()
 	p.Exec.Prog = s.Prog
 	p.Exec.Loops = make([]int, len(s.Prog.Ops))
 	p.Exec.Rand = rand.New(rand.NewPCG(s.Seed, uint64(id)))

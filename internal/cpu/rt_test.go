@@ -30,6 +30,7 @@ func TestRTPushSkipsBlockedDonor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.CPUs, cfg.Epoch, cfg.SimTime, cfg.AuditEvery, cfg.Proxy = 3, math.MaxInt64/4, math.MaxInt64/4, 0, tc.proxy
+			cfg.NoOptimisticSpin = true // D must block (a running owner would make it spin)
 			m, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -57,8 +57,11 @@ type CPU struct {
 	nextTick     int64
 	lastBalance  int64
 	shuffleTicks int64
-	busy         int64 // virtual time spent executing tasks
-	wq           mutex.WakeQ
+	// signalDue and spuriousDue accumulate the stress injectors' rates
+	// per tick; one event fires per whole unit.
+	signalDue, spuriousDue float64
+	busy                   int64 // virtual time spent executing tasks
+	wq                     mutex.WakeQ
 	// stopWork lists tasks whose affinity no longer allows this CPU and
 	// which were running when it changed. Protected by the rq lock.
 	stopWork []*task.Task
@@ -165,7 +168,7 @@ func (cp *CPU) iterate(horizon int64) bool {
 	if curr != r.Idle && c.Now >= cp.nextTick {
 		cp.tick()
 	}
-	if r.NeedResched() {
+	if r.NeedResched() && !spinning(curr) {
 		cp.schedule(true)
 		return c.Now >= horizon
 	}

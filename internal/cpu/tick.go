@@ -10,6 +10,7 @@ import (
 	"github.com/proxysim/proxysim/internal/proxy"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
 )
 
 // resyncTick moves the next tick after an idle period (NOHZ).
@@ -49,6 +50,77 @@ func (cp *CPU) tick() {
 			cp.shuffle()
 		}
 	}
+	if m.cfg.SignalRate > 0 {
+		cp.signalDue += m.cfg.SignalRate * float64(m.cfg.Tick) / 1e9
+		for ; cp.signalDue >= 1; cp.signalDue-- {
+			cp.injectSignal()
+		}
+	}
+	if m.cfg.SpuriousWakeRate > 0 {
+		cp.spuriousDue += m.cfg.SpuriousWakeRate * float64(m.cfg.Tick) / 1e9
+		for ; cp.spuriousDue >= 1; cp.spuriousDue-- {
+			cp.spuriousWake()
+		}
+	}
+}
+
+// randomWaiter picks a random mutex and, under its wait_lock, a random
+// task on its wait list (nil if the list is empty). The task is used
+// after wait_lock is dropped, as a kernel waker would with a task
+// reference (tasks are never freed here).
+func (cp *CPU) randomWaiter() (*task.Task, int) {
+	c, m := cp.c, cp.m
+	if len(m.mutexes) == 0 {
+		return nil, 0
+	}
+	mx := m.mutexes[c.Rand.IntN(len(m.mutexes))]
+	mx.WaitLock().Lock(c.CPU)
+	var p *task.Task
+	if ws := mx.Waiters(c); len(ws) > 0 {
+		p = ws[c.Rand.IntN(len(ws))]
+	}
+	mx.WaitLock().Unlock(c.CPU)
+	return p, mx.ID()
+}
+
+// injectSignal sends a signal (stress --signal-rate): half of the time to
+// a random waiter of a random mutex (the interesting target: a donor, a
+// parked waiter, a proxy-migrated task), otherwise, or if that list is
+// empty, to a random task. A fraction SignalFatal of them is SIGKILL.
+func (cp *CPU) injectSignal() {
+	c, m := cp.c, cp.m
+	if len(m.tasks) < 2 {
+		return
+	}
+	var p *task.Task
+	if c.Rand.IntN(2) == 0 {
+		p, _ = cp.randomWaiter()
+	}
+	if p == nil {
+		p = m.tasks[1+c.Rand.IntN(len(m.tasks)-1)]
+	}
+	fatal := m.cfg.SignalFatal > 0 && c.Rand.Float64() < m.cfg.SignalFatal
+	m.sendSignal(c, p, fatal)
+}
+
+// spuriousWake is a wake-up nobody owes (stress --spurious-wake-rate):
+// wake_up_process of a random mutex waiter, without an unlock. The waiter
+// goes round its wait loop and sleeps again, unless it was handed the lock
+// meanwhile.
+func (cp *CPU) spuriousWake() {
+	c, m := cp.c, cp.m
+	p, id := cp.randomWaiter()
+	if p == nil {
+		return
+	}
+	c.Inc(stats.SpuriousWakes)
+	woke := m.tryToWakeUp(c, p, task.WakeNormal)
+	w := int32(0)
+	if woke {
+		c.Inc(stats.SpuriousWakeups)
+		w = 1
+	}
+	c.Emit(trace.EvSpuriousWake, int32(p.ID), int32(id), w, 0)
 }
 
 // shuffle moves one random task's affinity mask around (stress

@@ -100,6 +100,17 @@ var counterHelp = map[string]string{
 	"core_cookie_swaps":          "Core scheduling: proxy owners whose cookie did not match the core's (sched_core_swap_pick).",
 	"core_cookie_sets":           "Core scheduling: task cookie changes (prctl PR_SCHED_CORE).",
 	"core_steals":                "Core scheduling: tasks moved to a forced-idle CPU by try_steal_cookie.",
+	"mutex_eintr":                "Interruptible or killable mutex waits ended by a signal (-EINTR).",
+	"signals_sent":               "Signals queued on tasks (stress --signal-rate).",
+	"signal_wakeups":             "Signal deliveries whose wake-up (signal_wake_up) woke a sleeping task.",
+	"signals_handled":            "Pending signals dequeued by their task on its way back to user mode.",
+	"signal_sleep_aborts":        "Sleeps cut short in try_to_block_task by a pending signal (signal_pending_state).",
+	"spurious_wakes":             "Spurious wake_up_process calls on mutex waiters (stress --spurious-wake-rate).",
+	"spurious_wakeups":           "Spurious wake-ups of mutex waiters that found the waiter asleep and woke it.",
+	"mutex_spins":                "Optimistic spins on a running mutex owner before queueing (mutex_optimistic_spin).",
+	"mutex_waiter_spins":         "Optimistic spins of the first mutex waiter on the owner (blocked_on cleared, still on the wait list).",
+	"mutex_spin_turns":           "Turns of mutex optimistic spin loops.",
+	"mutex_spin_acquires":        "Mutexes taken by optimistic spinning.",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

@@ -113,57 +113,105 @@ func (m *Mutex) trylock(p *task.Task, handoff bool) bool {
 	}
 }
 
+// LockResult is how a call into the slow path ended.
+type LockResult uint8
+
+const (
+	// LockWait: p is on the wait list, blocked_on set, in its sleep
+	// state; the caller must schedule() and then call LockSlowResume.
+	LockWait LockResult = iota
+	// LockAcquired: the lock is p's.
+	LockAcquired
+	// LockEINTR: a signal ended the wait (mutex_lock_interruptible or
+	// _killable returned -EINTR): p is off the wait list, RUNNING, with
+	// blocked_on clear, and does not hold the lock.
+	LockEINTR
+	// LockSpin: p is the first waiter and, the lock still owned, is to
+	// spin on the owner (mutex_optimistic_spin with a waiter): its
+	// blocked_on is cleared, wait_lock and blocked_lock are dropped, it is
+	// still on the wait list in its sleep state. The caller spins
+	// (SpinOnOwner) and then calls SpinEnd.
+	LockSpin
+)
+
 // LockSlowStart is the first half of __mutex_lock_common(): under
 // wait_lock, try once more, else join the wait list and, under p's
-// blocked_lock, set blocked_on and the sleep state; then the
-// top of the kernel's wait loop: try again with both locks held (an
-// unlock that released the word locklessly after the first try, before
-// WAITERS was set, is caught here). It returns true if the lock was
-// taken; false means the caller must schedule() and then call
-// LockSlowResume.
-func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task) bool {
+// blocked_lock, set blocked_on and the sleep state st (UNINTERRUPTIBLE,
+// INTERRUPTIBLE or KILLABLE); then the top of the kernel's wait loop: try
+// again with both locks held (an unlock that released the word locklessly
+// after the first try, before WAITERS was set, is caught here), drop
+// blocked_lock and, still under wait_lock, check for a signal
+// (signal_pending_state: -EINTR). LockWait means the caller must
+// schedule() and then call LockSlowResume.
+func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task, st task.State) LockResult {
 	m.waitLock.Lock(c.CPU)
 	if m.trylock(p, false) {
 		m.waitLock.Unlock(c.CPU)
 		m.acquired(c, p, false)
-		return true
+		return LockAcquired
 	}
 	m.addWaiter(p)
 	p.BlockedLock.Lock(c.CPU)
 	p.SetBlockedOn(c, m)
-	p.SetState(task.Uninterruptible) // set_current_state, under wait_lock and blocked_lock
+	p.SetState(st) // set_current_state, under wait_lock and blocked_lock
 	p.Exec.WaitStart = c.Now
 	p.Stats.Contended++
 	c.Inc(stats.MutexContentions)
 	c.Emit(trace.EvContend, int32(p.ID), int32(m.id), int32(m.owner.Load()>>3), 0)
 	if m.trylock(p, false) {
 		m.gotItLocked(c, p)
-		return true
+		return LockAcquired
 	}
 	p.BlockedLock.Unlock(c.CPU)
+	if p.SignalPendingState(st) {
+		m.errEINTR(c, p)
+		return LockEINTR
+	}
 	m.waitLock.Unlock(c.CPU)
-	return false
+	return LockWait
 }
 
 // LockSlowResume is one turn of the wait loop after schedule() returned:
 // whether p is the first waiter is read before wait_lock (the kernel reads
 // it without the lock), then under wait_lock and blocked_lock blocked_on
-// and the sleep state are set again (the unlock that chose p, or a
+// and the sleep state st are set again (the unlock that chose p, or a
 // wake-up of p, cleared blocked_on), and p tries to take the lock, the first
 // waiter also asking for a hand-off; back at the loop's top it tries once
-// more. Returns true once the lock is p's.
-func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
+// more, drops blocked_lock and checks for a signal under wait_lock.
+func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task, st task.State, spin bool) LockResult {
 	first := m.first.Load() == p
 	m.waitLock.Lock(c.CPU)
 	p.BlockedLock.Lock(c.CPU)
 	late := mutantLateBlockedOn()
 	if !late {
 		p.SetBlockedOn(c, m)
-		p.SetState(task.Uninterruptible)
+		p.SetState(st)
 	}
-	if m.trylock(p, first) || m.trylock(p, false) {
+	if m.trylock(p, first) {
 		m.gotItLocked(c, p)
-		return true
+		return LockAcquired
+	}
+	if first && spin && !late {
+		// "mutex_optimistic_spin() can call schedule(), so we need to
+		// release these locks before calling it, and clear blocked on so
+		// we don't become unselectable to run." (M) p stays on the wait
+		// list, in its sleep state.
+		p.ClearBlockedOn(c, m, false)
+		p.BlockedLock.Unlock(c.CPU)
+		m.waitLock.Unlock(c.CPU)
+		c.Inc(stats.MutexWaiterSpins)
+		return LockSpin
+	}
+	return m.loopTop(c, p, st, late)
+}
+
+// loopTop is the top of the wait loop, wait_lock and blocked_lock held:
+// trylock (a hand-off is picked up here), blocked_lock dropped, the signal
+// check under wait_lock, wait_lock dropped (LockWait: schedule()).
+func (m *Mutex) loopTop(c *percpu.Ctx, p *task.Task, st task.State, late bool) LockResult {
+	if m.trylock(p, false) {
+		m.gotItLocked(c, p)
+		return LockAcquired
 	}
 	if late {
 		// The mistake (mutants builds only): re-armed after wait_lock is
@@ -173,13 +221,115 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task) bool {
 		m.waitLock.Unlock(c.CPU)
 		p.BlockedLock.Lock(c.CPU)
 		p.SetBlockedOn(c, m)
-		p.SetState(task.Uninterruptible)
+		p.SetState(st)
 		p.BlockedLock.Unlock(c.CPU)
-		return false
+		return LockWait
 	}
 	p.BlockedLock.Unlock(c.CPU)
+	// "Check for signals and kill conditions while holding wait_lock.
+	// This ensures the lock cancellation is ordered against
+	// mutex_unlock() and wake-ups do not go missing." (M)
+	if p.SignalPendingState(st) {
+		m.errEINTR(c, p)
+		return LockEINTR
+	}
 	m.waitLock.Unlock(c.CPU)
+	return LockWait
+}
+
+// SpinEnd is the wait loop after the first waiter's spin: wait_lock and
+// blocked_lock are taken again, blocked_on and the sleep state set again;
+// if the spin took the lock p leaves the loop with it, else it goes on at
+// the loop's top.
+func (m *Mutex) SpinEnd(c *percpu.Ctx, p *task.Task, st task.State, acquired bool) LockResult {
+	m.waitLock.Lock(c.CPU)
+	p.BlockedLock.Lock(c.CPU)
+	p.SetBlockedOn(c, m)
+	p.SetState(st)
+	if acquired {
+		m.gotItLocked(c, p)
+		return LockAcquired
+	}
+	return m.loopTop(c, p, st, false)
+}
+
+// TryLock is __mutex_trylock() without wait_lock (the lock slow path tries
+// once before spinning).
+func (m *Mutex) TryLock(c *percpu.Ctx, p *task.Task) bool {
+	if m.trylock(p, false) {
+		m.acquired(c, p, false)
+		return true
+	}
 	return false
+}
+
+// CanSpinOnOwner is mutex_can_spin_on_owner(): no reschedule pending, and
+// the owner (read without a lock) running on a CPU, or no owner.
+func (m *Mutex) CanSpinOnOwner(needResched bool) bool {
+	if needResched {
+		return false
+	}
+	if o := m.OwnerTask(); o != nil {
+		return o.OnCPU() // owner_on_cpu: READ_ONCE(owner->on_cpu)
+	}
+	return true
+}
+
+// SpinResult is one turn of a spin on the owner.
+type SpinResult uint8
+
+const (
+	SpinAgain    SpinResult = iota // the owner runs: spin on
+	SpinAcquired                   // __mutex_trylock_or_owner took the lock
+	SpinFail                       // the owner is not on a CPU, or a reschedule is due: stop spinning
+)
+
+// SpinOnOwner is one turn of mutex_optimistic_spin's loop:
+// __mutex_trylock_or_owner, then mutex_spin_on_owner's tests (owner still
+// on a CPU, no need_resched). waiter says whether p is the waiter-spinner
+// (on the wait list: a lock acquired here is p's with p still listed, and
+// SpinEnd takes it off). Lock-free, as in the kernel.
+func (m *Mutex) SpinOnOwner(c *percpu.Ctx, p *task.Task, waiter, needResched bool) SpinResult {
+	if m.trylock(p, false) {
+		c.Inc(stats.MutexSpinAcquires)
+		if !waiter {
+			m.acquired(c, p, false)
+		}
+		return SpinAcquired
+	}
+	o := m.OwnerTask()
+	if o != nil && (!o.OnCPU() || needResched) {
+		return SpinFail
+	}
+	if o == nil && needResched {
+		return SpinFail
+	}
+	return SpinAgain
+}
+
+// errEINTR is the err: path of __mutex_lock_common(), with wait_lock held
+// (dropped on return): clear_task_blocked_on (which takes p's
+// blocked_lock), TASK_RUNNING, off the wait list; then err_early_kill's
+// WARN that blocked_on is clear (get_task_blocked_on takes blocked_lock
+// too). No hand-off is lost: an unlock hands over and picks its waiter
+// under wait_lock, and p's trylock at the loop top, under the same
+// wait_lock hold as this check, picks a hand-off up first. A
+// blocked_donor link pointing at p stays, as in the kernel: the owner's
+// unlock hands over only to a donor whose blocked_on is still this lock.
+func (m *Mutex) errEINTR(c *percpu.Ctx, p *task.Task) {
+	p.BlockedLock.Lock(c.CPU)
+	p.ClearBlockedOn(c, m, false)
+	p.BlockedLock.Unlock(c.CPU)
+	p.SetState(task.Running)
+	m.removeWaiter(p)
+	p.BlockedLock.Lock(c.CPU)
+	if b := p.BlockedOn(c.CPU); b != nil {
+		c.Warn(check.InvMutexMisuse, p.ID, p.String(), "__mutex_lock_common err: %v still blocked on %v after -EINTR from %v", p, b, m)
+	}
+	p.BlockedLock.Unlock(c.CPU)
+	c.Inc(stats.MutexEINTR)
+	c.Emit(trace.EvLockEINTR, int32(p.ID), int32(m.id), 0, 0)
+	m.waitLock.Unlock(c.CPU)
 }
 
 // gotItLocked ends a wait that took the lock: wait_lock and p's

@@ -343,7 +343,7 @@ func (r *RQ) ActivateTask(c *percpu.Ctx, p *task.Task, flags int) {
 // that wakes p takes it back on whatever rq it wakes on, so one rq's
 // count may go negative: only the sum means something.
 func (r *RQ) BlockTask(c *percpu.Ctx, p *task.Task, st task.State) {
-	p.ContributesToLoad = st == task.Uninterruptible
+	p.ContributesToLoad = st.Uninterruptible()
 	if p.ContributesToLoad {
 		r.NrUninterruptible++
 	}

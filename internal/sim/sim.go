@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sort"
 	"time"
@@ -30,6 +31,9 @@ type Options struct {
 	Seed           uint64
 	Proxy          bool
 	SleepingOwners bool
+	// NoOptimisticSpin switches mutex optimistic spinning off (on by
+	// default, as in the kernel).
+	NoOptimisticSpin bool
 	// ProxySingleRQ (with Proxy) is --proxy-exec single-rq: proxying only
 	// when the owner is on the donor's runqueue, as upstream Linux has it;
 	// a donor whose owner is elsewhere or asleep is deactivated. It
@@ -63,6 +67,17 @@ type Options struct {
 	JitterDelay     time.Duration // longest injected busy delay
 	Stutter         time.Duration // pause all CPUs every this much wall time (0: off)
 	ShuffleInterval time.Duration // virtual time between affinity shuffles per busy CPU (0: off)
+	// SignalRate is signals per second of busy virtual time per CPU (0:
+	// off); SignalFatal the fraction that are SIGKILL (the task exits).
+	SignalRate  float64
+	SignalFatal float64
+	// SpuriousWakeRate is spurious wake-ups of random mutex waiters per
+	// second of busy virtual time per CPU (0: off).
+	SpuriousWakeRate float64
+	// InterruptibleLocks is the probability that a lock instruction of
+	// the workload becomes mutex_lock_interruptible (half of those
+	// mutex_lock_killable), drawn per task and instruction from the seed.
+	InterruptibleLocks float64
 }
 
 // Defaults returns the built-in defaults of `proxysim run`.
@@ -176,6 +191,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.SimTime = int64(o.SimTime)
 	cfg.Proxy = o.Proxy
 	cfg.SleepingOwners = o.SleepingOwners
+	cfg.NoOptimisticSpin = o.NoOptimisticSpin
 	if o.Proxy && o.ProxySingleRQ {
 		cfg.ProxySingleRQ, cfg.SleepingOwners = true, false
 	}
@@ -202,6 +218,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.Hooks = o.Hooks
 	cfg.OnEpoch = o.OnEpoch
 	cfg.ShuffleEvery = int64(o.ShuffleInterval)
+	cfg.SignalRate, cfg.SignalFatal, cfg.SpuriousWakeRate = o.SignalRate, o.SignalFatal, o.SpuriousWakeRate
 	if o.Deterministic {
 		st, err := conductor.ParseStrategy(o.Strategy)
 		if err != nil {
@@ -258,6 +275,9 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.InterruptibleLocks > 0 {
+		interruptibleLocks(plans, o.InterruptibleLocks, o.Seed)
+	}
 	tagged := false
 	for _, p := range plans {
 		tagged = tagged || p.Cookie != 0
@@ -287,6 +307,32 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		o.OnSetup(len(plans), len(plans))
 	}
 	return run, nil
+}
+
+// interruptibleLocks turns each plain lock instruction of the planned
+// programs into mutex_lock_interruptible or mutex_lock_killable with
+// probability prob (stress --lock-interruptible), seeded.
+func interruptibleLocks(plans []workload.TaskPlan, prob float64, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x1e1a7))
+	seen := map[*task.Program]bool{}
+	for _, p := range plans {
+		if seen[p.Prog] {
+			continue
+		}
+		seen[p.Prog] = true
+		for k := range p.Prog.Ops {
+			op := &p.Prog.Ops[k]
+			if op.Kind != task.OpLock || op.LockMode != task.LockUninterruptible {
+				continue
+			}
+			if rng.Float64() < prob {
+				op.LockMode = task.LockInterruptible
+				if rng.IntN(2) == 0 {
+					op.LockMode = task.LockKillable
+				}
+			}
+		}
+	}
 }
 
 // Execute runs the machine to the end and returns the summary.

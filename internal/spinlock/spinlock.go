@@ -23,10 +23,13 @@ const (
 	ClassBlockedLock
 	ClassTimer
 	ClassOther
+	// ClassSigLock is sighand->siglock. It is outside pi_lock: a signal's
+	// sender holds it across the wake-up (signal_wake_up_state).
+	ClassSigLock
 	NumClasses
 )
 
-var classNames = [NumClasses]string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other"}
+var classNames = [NumClasses]string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other", "siglock"}
 
 func (k Class) String() string {
 	if k < NumClasses {

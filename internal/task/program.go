@@ -10,7 +10,7 @@ type OpKind uint8
 // random source.
 const (
 	OpCompute  OpKind = iota // run on the CPU for a duration
-	OpLock                   // mutex_lock(Mutex)
+	OpLock                   // mutex_lock(Mutex), or _interruptible/_killable (LockMode)
 	OpUnlock                 // mutex_unlock(Mutex)
 	OpSleep                  // sleep for a duration (schedule_hrtimeout)
 	OpWait                   // sleep until woken by another task (TASK_INTERRUPTIBLE, no timeout)
@@ -22,16 +22,62 @@ const (
 	OpChoose                 // with probability Prob jump to Jump, else fall through
 	OpExit                   // do_exit()
 	OpCookie                 // prctl(PR_SCHED_CORE): set the core-scheduling cookie (Prio) of Target or self
+	OpSignal                 // kill(Target, a signal with a handler): interrupts INTERRUPTIBLE waits
+	OpKill                   // kill(Target, SIGKILL): interrupts KILLABLE waits too; the target exits
 	NumOps
 )
 
-var opNames = [NumOps]string{"compute", "lock", "unlock", "sleep", "wait", "wake", "yield", "affinity", "setprio", "loop", "choose", "exit", "cookie"}
+var opNames = [NumOps]string{"compute", "lock", "unlock", "sleep", "wait", "wake", "yield", "affinity", "setprio", "loop", "choose", "exit", "cookie", "signal", "kill"}
 
 func (k OpKind) String() string {
 	if k < NumOps {
 		return opNames[k]
 	}
 	return fmt.Sprintf("op(%d)", uint8(k))
+}
+
+// LockMode is the sleep state of a mutex wait (OpLock): mutex_lock(),
+// mutex_lock_interruptible() or mutex_lock_killable().
+type LockMode uint8
+
+const (
+	LockUninterruptible LockMode = iota // mutex_lock: TASK_UNINTERRUPTIBLE
+	LockInterruptible                   // mutex_lock_interruptible: TASK_INTERRUPTIBLE, -EINTR on any signal
+	LockKillable                        // mutex_lock_killable: TASK_KILLABLE, -EINTR on a fatal signal
+)
+
+// SleepState is the state the mutex slow path sleeps in.
+func (m LockMode) SleepState() State {
+	switch m {
+	case LockInterruptible:
+		return Interruptible
+	case LockKillable:
+		return Killable
+	}
+	return Uninterruptible
+}
+
+var lockModeNames = [...]string{"lock", "lock_interruptible", "lock_killable"}
+
+// Name is the instruction's name in programs and scenario files: the
+// kind, or lock_interruptible / lock_killable for those lock modes.
+func (op *Op) Name() string {
+	if op.Kind == OpLock && int(op.LockMode) < len(lockModeNames) {
+		return lockModeNames[op.LockMode]
+	}
+	return op.Kind.String()
+}
+
+// ParseOpName maps an instruction name (a kind, or lock_interruptible,
+// lock_killable) to its kind and lock mode.
+func ParseOpName(s string) (OpKind, LockMode, bool) {
+	for i, n := range lockModeNames {
+		if i > 0 && n == s {
+			return OpLock, LockMode(i), true
+		}
+	}
+	k, ok := ParseOpKind(s)
+	return k, LockUninterruptible, ok
 }
 
 // ParseOpKind maps a name back to its OpKind.
@@ -46,22 +92,59 @@ func ParseOpKind(s string) (OpKind, bool) {
 
 // Op is one instruction.
 type Op struct {
-	Kind   OpKind
-	Min    int64  // duration, ns
-	Max    int64  // upper bound of a random duration; 0 means Min
-	Mutex  int    // OpLock, OpUnlock: mutex index
-	Target int    // OpWake, OpAffinity, OpSetPrio: task id (0: self)
-	Mask   Mask   // OpAffinity
-	Policy Policy // OpSetPrio
-	Prio   int    // OpSetPrio: nice for Normal, rtprio for FIFO/RR
-	Jump   int    // OpLoop, OpChoose: target pc
-	Count  int    // OpLoop: iterations (0: forever)
-	Prob   float64
+	Kind  OpKind
+	Min   int64 // duration, ns
+	Max   int64 // upper bound of a random duration; 0 means Min
+	Mutex int   // OpLock, OpUnlock: mutex index
+	// LockMode (OpLock) is the wait's sleep state. A wait that ends with
+	// -EINTR (a signal) skips to EINTRPC: the instruction after the
+	// matching unlock (Program.Link sets it).
+	LockMode LockMode
+	EINTRPC  int
+	Target   int    // OpWake, OpSignal, OpKill, OpAffinity, OpSetPrio: task id (0: self)
+	Mask     Mask   // OpAffinity
+	Policy   Policy // OpSetPrio
+	Prio     int    // OpSetPrio: nice for Normal, rtprio for FIFO/RR
+	Jump     int    // OpLoop, OpChoose: target pc
+	Count    int    // OpLoop: iterations (0: forever)
+	Prob     float64
 }
 
 // Program is a task's code.
 type Program struct {
 	Ops []Op
+}
+
+// Link resolves what the program needs at run time: for each
+// interruptible or killable lock, the pc after the next unlock of the same
+// mutex (at the same nesting depth of that mutex), where the program goes
+// on when the wait fails with -EINTR: it skips the critical section it
+// did not get. Without a matching unlock it goes on at the next
+// instruction.
+func (pr *Program) Link() {
+	for i := range pr.Ops {
+		op := &pr.Ops[i]
+		if op.Kind != OpLock || op.LockMode == LockUninterruptible {
+			continue
+		}
+		op.EINTRPC = i + 1
+		depth := 0
+		for j := i + 1; j < len(pr.Ops); j++ {
+			o := &pr.Ops[j]
+			if o.Mutex != op.Mutex {
+				continue
+			}
+			if o.Kind == OpLock {
+				depth++
+			} else if o.Kind == OpUnlock {
+				if depth == 0 {
+					op.EINTRPC = j + 1
+					break
+				}
+				depth--
+			}
+		}
+	}
 }
 
 // Validate checks that jumps and mutex / task references are in range.
@@ -75,12 +158,12 @@ func (pr *Program) Validate(nMutex, nTask int) error {
 			if op.Mutex < 0 || op.Mutex >= nMutex {
 				return fmt.Errorf("op %d (%s): mutex %d out of range 0-%d", i, op.Kind, op.Mutex, nMutex-1)
 			}
-		case OpWake, OpAffinity, OpSetPrio, OpCookie:
+		case OpWake, OpSignal, OpKill, OpAffinity, OpSetPrio, OpCookie:
 			if op.Target < 0 || op.Target > nTask {
 				return fmt.Errorf("op %d (%s): task %d out of range 1-%d", i, op.Kind, op.Target, nTask)
 			}
-			if op.Kind == OpWake && op.Target == 0 {
-				return fmt.Errorf("op %d (wake): needs a target task", i)
+			if (op.Kind == OpWake || op.Kind == OpSignal || op.Kind == OpKill) && op.Target == 0 {
+				return fmt.Errorf("op %d (%s): needs a target task", i, op.Kind)
 			}
 		case OpLoop, OpChoose:
 			if op.Jump < 0 || op.Jump >= len(pr.Ops) {

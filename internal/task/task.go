@@ -20,9 +20,12 @@ const (
 	Uninterruptible
 	Waking
 	Dead
+	// Killable is TASK_KILLABLE (TASK_WAKEKILL | TASK_UNINTERRUPTIBLE):
+	// woken by what wakes UNINTERRUPTIBLE sleepers and by fatal signals.
+	Killable
 )
 
-var stateNames = [...]string{"RUNNING", "INTERRUPTIBLE", "UNINTERRUPTIBLE", "WAKING", "DEAD"}
+var stateNames = [...]string{"RUNNING", "INTERRUPTIBLE", "UNINTERRUPTIBLE", "WAKING", "DEAD", "KILLABLE"}
 
 func (s State) String() string {
 	if int(s) < len(stateNames) {
@@ -39,9 +42,15 @@ func (s State) Matches(mask StateMask) bool {
 		return mask&WakeInterruptible != 0
 	case Uninterruptible:
 		return mask&WakeUninterruptible != 0
+	case Killable:
+		return mask&(WakeUninterruptible|WakeKill) != 0
 	}
 	return false
 }
+
+// Uninterruptible reports whether s has TASK_UNINTERRUPTIBLE set
+// (UNINTERRUPTIBLE or KILLABLE): such a sleep counts in nr_uninterruptible.
+func (s State) Uninterruptible() bool { return s == Uninterruptible || s == Killable }
 
 // StateMask selects which sleep states a wakeup wakes (TASK_NORMAL etc.).
 type StateMask uint8
@@ -49,6 +58,7 @@ type StateMask uint8
 const (
 	WakeInterruptible   StateMask = 1
 	WakeUninterruptible StateMask = 2
+	WakeKill            StateMask = 4 // TASK_WAKEKILL: a fatal signal's wake-up
 	WakeNormal                    = WakeInterruptible | WakeUninterruptible
 )
 
@@ -240,6 +250,23 @@ type Task struct {
 	// start of a request for the request latency of the wait instruction.
 	CompAt []int64
 
+	// SigLock is sighand->siglock: it guards the pending set (sigUsr,
+	// sigKill's writes) and is held by the sender across the wake-up
+	// (signal_wake_up_state), so it ranks outside pi_lock.
+	SigLock spinlock.Lock
+	// sigPending is TIF_SIGPENDING: set by the sender under SigLock
+	// (set_tsk_thread_flag, an atomic bitop), cleared by the task itself
+	// under SigLock when it dequeues the signals (recalc_sigpending); read
+	// without a lock by the task (signal_pending).
+	sigPending atomic.Bool
+	// sigKill is SIGKILL in the pending set: written under SigLock, read
+	// without a lock by __fatal_signal_pending (a racy read of the set in
+	// the kernel, so an atomic here).
+	sigKill atomic.Bool
+	// sigUsr is a pending non-fatal signal (one with a handler). Protected
+	// by SigLock.
+	sigUsr bool
+
 	// Exec is the task's own execution state: touched only by the CPU that
 	// runs the task.
 	Exec ExecState
@@ -284,6 +311,7 @@ type ExecState struct {
 	TimerCPU  int    // CPU whose timer list holds our sleep timer, -1 if none
 	TimerID   uint64 // that timer's id
 	ReqStart  int64  // when the request being served began (its complete()); 0: none
+	SpinTurns int64  // turns of the current optimistic spin
 }
 
 // New returns a task with the given id and name, fair at nice 0, allowed
@@ -293,6 +321,7 @@ func New(id int, name string, ncpu, cpu int) *Task {
 	p.PiLock.Init(spinlock.ClassPiLock, id)
 	p.BlockedLock.Init(spinlock.ClassBlockedLock, id)
 	p.CompLock.Init(spinlock.ClassOther, id)
+	p.SigLock.Init(spinlock.ClassSigLock, id)
 	p.CPUsMask = MaskAll(ncpu)
 	p.NrCPUsAllowed = ncpu
 	p.SetNice(0)
@@ -415,4 +444,48 @@ func (p *Task) SetBlockedDonor(d *Task) { p.blockedDonor = d }
 // stop-the-world audits and reports, when every CPU is parked.
 func (p *Task) Peek() (m Lock, isBlocked bool, donor *Task) {
 	return p.blockedOn, p.isBlocked != 0, p.blockedDonor
+}
+
+// SignalPending is signal_pending(p): TIF_SIGPENDING, read without a lock.
+func (p *Task) SignalPending() bool { return p.sigPending.Load() }
+
+// FatalSignalPending is fatal_signal_pending(p).
+func (p *Task) FatalSignalPending() bool { return p.sigPending.Load() && p.sigKill.Load() }
+
+// SignalPendingState is signal_pending_state(state, p): a sleep in state
+// st would be cut short by a pending signal. INTERRUPTIBLE sleeps by any
+// signal, KILLABLE ones by a fatal signal, UNINTERRUPTIBLE ones never.
+func (p *Task) SignalPendingState(st State) bool {
+	if st != Interruptible && st != Killable {
+		return false
+	}
+	if !p.SignalPending() {
+		return false
+	}
+	return st == Interruptible || p.sigKill.Load()
+}
+
+// QueueSignal is the pending-set half of send_signal: SIGKILL (fatal) or a
+// signal with a handler is added and TIF_SIGPENDING set. SigLock must be
+// held; the caller then wakes p (signal_wake_up) before dropping it.
+func (p *Task) QueueSignal(c *spinlock.CPU, fatal bool) {
+	p.SigLock.AssertHeld(c)
+	if fatal {
+		p.sigKill.Store(true)
+	} else {
+		p.sigUsr = true
+	}
+	p.sigPending.Store(true)
+}
+
+// DequeueSignals is get_signal's dequeue by p itself, SigLock held: the
+// pending set is emptied and TIF_SIGPENDING cleared (recalc_sigpending).
+// It reports whether SIGKILL was among them.
+func (p *Task) DequeueSignals(c *spinlock.CPU) (fatal bool) {
+	p.SigLock.AssertHeld(c)
+	fatal = p.sigKill.Load()
+	p.sigKill.Store(false)
+	p.sigUsr = false
+	p.sigPending.Store(false)
+	return fatal
 }

@@ -438,9 +438,29 @@ func (x *exporter) instant(e *Event) {
 	case EvIsBlocked:
 		task()
 		p.argInt("is_blocked", int64(e.A))
-	case EvBlockedOnClear:
+	case EvBlockedOnClear, EvLockEINTR:
 		task()
 		p.argInt("mutex", int64(e.A))
+	case EvSignal:
+		task()
+		p.argBool("fatal", e.A == 1)
+		p.argBool("woken", e.B == 1)
+	case EvSignalHandled:
+		task()
+		p.argBool("fatal", e.A == 1)
+	case EvSpin:
+		task()
+		p.argInt("mutex", int64(e.A))
+		p.argBool("waiter", e.B == 1)
+	case EvSpinEnd:
+		task()
+		p.argInt("mutex", int64(e.A))
+		p.argInt("how", int64(e.B))
+		p.argInt("turns", int64(e.C))
+	case EvSpuriousWake:
+		task()
+		p.argInt("mutex", int64(e.A))
+		p.argBool("woken", e.B == 1)
 	case EvIPI:
 		p.argInt("target_cpu", int64(e.A))
 		p.argInt("kind", int64(e.B))

@@ -38,13 +38,26 @@ const (
 	EvBlockedOnClear             // Task, A=mutex (blocked_on cleared by a hand-off, wake-up or find_proxy_task)
 	EvCorePick                   // Task=this CPU's pick, A=core cookie, B=siblings forced idle (core-wide pick)
 	EvCookie                     // Task, A=new core cookie (prctl PR_SCHED_CORE)
+	EvLockEINTR                  // Task, A=mutex: an interruptible/killable wait ended with -EINTR
+	EvSignal                     // Task=target, A=1 if fatal (SIGKILL), B=1 if the wake-up woke it
+	EvSignalHandled              // Task, A=1 if fatal
+	EvSpuriousWake               // Task=woken waiter, A=mutex, B=1 if it woke it
+	EvSpin                       // Task, A=mutex, B=1 if the first waiter's spin: optimistic spinning starts
+	EvSpinEnd                    // Task, A=mutex, B=SpinEnd* (how it ended), C=turns
 	NumKinds
 )
 
 var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
-	"core_pick", "cookie"}
+	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end"}
+
+// How an optimistic spin ended (EvSpinEnd's B).
+const (
+	SpinEndAcquired = 0 // took the lock
+	SpinEndOwner    = 1 // the owner is not on a CPU
+	SpinEndResched  = 2 // need_resched: scheduled first
+)
 
 func (k Kind) String() string {
 	if k < NumKinds {

@@ -70,6 +70,13 @@
 //   - {"lock": M}, {"unlock": M}: M is a name from mutexes, "$N" for the
 //     task's N-th slot (N < slots), or "$self" for mutex number (task index
 //     within its group) modulo the number of mutexes.
+//   - {"lock_interruptible": M}, {"lock_killable": M}: mutex_lock_interruptible
+//     and mutex_lock_killable. A wait ended by a signal (any signal, or
+//     SIGKILL for killable) fails with -EINTR and the program goes on after
+//     the matching unlock of M, skipping the critical section.
+//   - {"signal": T}, {"kill": T}: send the task T (as for wake) a signal
+//     with a handler, or SIGKILL (which also ends killable waits; the task
+//     exits when it handles it).
 //   - {"wake": T}: wake a task. T is a group name (the task of that group
 //     with the waker's own index, modulo the group's count), or an object
 //     {"group": G, "index": I} (task I of group G) or {"group": G,
@@ -686,6 +693,7 @@ var instructionNames = func() string {
 		}
 		b.WriteString(k.String())
 	}
+	b.WriteString(", lock_interruptible, lock_killable")
 	return b.String()
 }()
 
@@ -702,11 +710,11 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 		return p.errAt(n.mems[1].off, path, "two keys %q and %q in one instruction (want exactly one)", n.mems[0].key, n.mems[1].key)
 	}
 	m := n.mems[0]
-	kind, ok := task.ParseOpKind(m.key)
+	kind, mode, ok := task.ParseOpName(m.key)
 	if !ok {
 		return p.errAt(m.off, path, "unknown instruction %q (want one of %s)", m.key, instructionNames)
 	}
-	*op = Op{Op: task.Op{Kind: kind}, TargetGroup: -1}
+	*op = Op{Op: task.Op{Kind: kind, LockMode: mode}, TargetGroup: -1}
 	v := m.val
 	path = path + "." + m.key
 	var err error
@@ -745,7 +753,7 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 		}
 		return nil
 
-	case task.OpWake:
+	case task.OpWake, task.OpSignal, task.OpKill:
 		if v.kind == kString {
 			gi, ok := sc.groups[v.str]
 			if !ok {
@@ -1085,7 +1093,7 @@ func encodeOp(s *Scenario, op Op) (string, error) {
 	if op.Target != 0 {
 		return "", fmt.Errorf("absolute target task %d not representable (use TargetGroup)", op.Target)
 	}
-	key := op.Kind.String()
+	key := op.Op.Name()
 	var v any
 	switch op.Kind {
 	case task.OpCompute, task.OpSleep:
@@ -1108,9 +1116,9 @@ func encodeOp(s *Scenario, op Op) (string, error) {
 		default:
 			return "", fmt.Errorf("unknown mutex mode %d", op.MutexMode)
 		}
-	case task.OpWake:
+	case task.OpWake, task.OpSignal, task.OpKill:
 		if op.TargetGroup < 0 {
-			return "", errors.New("wake without a target group")
+			return "", fmt.Errorf("%s without a target group", op.Kind)
 		}
 		t, err := encodeTarget(s, op)
 		if err != nil {

@@ -280,7 +280,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty instruction", edit(`{"compute": "1ms"}`, `{}`),
 			`groups[0].program[1]: empty instruction`, 8},
 		{"unknown instruction", edit(`{"lock": "$0"}`, `{"lok": "$0"}`),
-			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit, cookie)`, 7},
+			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit, cookie, signal, kill, lock_interruptible, lock_killable)`, 7},
 		{"bad duration", edit(`"1ms"`, `"1 ms"`),
 			`groups[0].program[1].compute: bad duration "1 ms"`, 8},
 		{"duration without unit", edit(`"1ms"`, `"100"`),
@@ -571,5 +571,48 @@ func TestPlanErrorsNameFileAndLine(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The signal instructions and the interruptible and killable locks parse,
+// survive a round trip, and resolve their targets.
+func TestSignalInstructionsRoundTrip(t *testing.T) {
+	src := `{"mutexes": ["a"], "groups": [
+	  {"name": "w", "count": 2, "program": [
+	    {"lock_interruptible": "a"}, {"compute": "1ms"}, {"unlock": "a"},
+	    {"lock_killable": "a"}, {"unlock": "a"}, {"sleep": "1ms"}]},
+	  {"name": "s", "program": [{"signal": {"group": "w", "index": 1}}, {"kill": "w"}, {"sleep": "1ms"}]}]}`
+	s, err := Parse("sig.json", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.Groups[0].Program
+	if w[0].Kind != task.OpLock || w[0].LockMode != task.LockInterruptible || w[3].LockMode != task.LockKillable || w[2].LockMode != task.LockUninterruptible {
+		t.Fatalf("lock modes: %+v", w)
+	}
+	out, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("sig.json", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	back.Source, s.Source = nil, nil
+	if !reflect.DeepEqual(s, back) {
+		t.Fatalf("round trip differs:\n%s", out)
+	}
+	plans, err := s.Plan(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := plans[2].Prog
+	if sp.Ops[0].Kind != task.OpSignal || sp.Ops[0].Target != 2 || sp.Ops[1].Kind != task.OpKill || sp.Ops[1].Target == 0 {
+		t.Fatalf("signal targets: %+v", sp.Ops[:2])
+	}
+	wp := plans[0].Prog
+	wp.Link()
+	if wp.Ops[0].EINTRPC != 3 || wp.Ops[3].EINTRPC != 5 {
+		t.Fatalf("EINTR targets: %d %d, want 3 5", wp.Ops[0].EINTRPC, wp.Ops[3].EINTRPC)
 	}
 }
