@@ -98,8 +98,8 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	var rows []sim.HuntRow
 	for _, name := range names {
 		set, _ := bugs.Parse([]string{name})
-		if b, _ := bugs.Lookup(name); b.RaceOnly() && len(only) == 0 {
-			fmt.Fprintf(stderr, "hunt: %-24s skipped: only the race detector catches it (a race build and GORACE=halt_on_error=1; docs/findings.md)\n", name)
+		if b, _ := bugs.Lookup(name); b.HuntSkip() != "" && len(only) == 0 {
+			fmt.Fprintf(stderr, "hunt: %-24s skipped: %s\n", name, b.HuntSkip())
 			continue
 		}
 		var rs []sim.HuntResult

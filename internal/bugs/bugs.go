@@ -154,6 +154,17 @@ var raceOnly = Set(0).With(IsBlockedPlainRead)
 // invariant): hunts need a race build and skip it otherwise.
 func (b Bug) RaceOnly() bool { return raceOnly.Has(b.ID) }
 
+// HuntSkip says why a hunt by invariants does not include b, or "".
+func (b Bug) HuntSkip() string {
+	switch {
+	case b.RaceOnly():
+		return "only the race detector catches it (a race build and GORACE=halt_on_error=1; docs/findings.md)"
+	case b.ID == CoreschedStall:
+		return "its starvation shows in the stall table (README), but no invariant yet tells v3's pick from the fixed one (issue 17)"
+	}
+	return ""
+}
+
 // Reference is the kernel code the model follows (docs/kernel-map.md).
 const Reference = "johnstultz-work/linux-dev@014c4be7"
 
