@@ -69,6 +69,7 @@ type abFlags struct {
 	quiet      bool
 	calibrate  bool
 	auditEvery int
+	noSpin     bool
 	cost       ab.Cost
 	set        map[string]bool
 }
@@ -174,6 +175,7 @@ func cmdAB(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress line (shown only when stderr is a terminal anyway)")
 	fs.BoolVar(&f.calibrate, "calibrate", false, "derive the cost model from perf bench sched pipe and messaging (needs perf), print it and exit")
 	fs.IntVar(&f.auditEvery, "audit-every", 50, "invariant audit every N epochs (0: never)")
+	fs.Var(offOn{&f.noSpin}, "optimistic-spin", "mutex optimistic spinning on|off in every run (default on, as in the kernel; off: waiters block, as the series' A/B reports' contended paths do)")
 	fs.Float64Var(&f.cost.ContextSwitch, "cost-switch", def.ContextSwitch, "cost model: ns per context switch beyond the 1us the simulation charges")
 	fs.Float64Var(&f.cost.Migration, "cost-migration", def.Migration, "cost model: ns per migration")
 	fs.Float64Var(&f.cost.IPI, "cost-ipi", def.IPI, "cost model: ns per IPI")
@@ -368,7 +370,7 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 		names = append(names, c.name)
 	}
 	spec = ab.Spec{Workload: f.workload, Bench: name, Primary: primary, CPUs: f.cpus, Topology: f.topology, SimTimeNs: int64(f.simTime),
-		Strategy: f.strategy, Cases: cases, Configs: names, Seeds: f.seeds, FirstSeed: f.seed}
+		Strategy: f.strategy, Cases: cases, Configs: names, Seeds: f.seeds, FirstSeed: f.seed, NoOptimisticSpin: f.noSpin}
 	return spec, cfgs, m, stat, nil
 }
 
@@ -462,6 +464,7 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 			o.AuditEvery = f.auditEvery
 			o.SetProxyLevel(c.level)
 			o.Bugs = c.bugs
+			o.NoOptimisticSpin = spec.NoOptimisticSpin
 			sc, err := workload.Benchmark(o.Workload)
 			if err != nil {
 				return err

@@ -43,6 +43,7 @@ func TestABFlagErrors(t *testing.T) {
 		{[]string{"--strategy", "bogus"}, "--strategy"},
 		{[]string{"--metric", "rps"}, "no metric"},
 		{[]string{"--stat", "mode"}, "--stat"},
+		{[]string{"--optimistic-spin", "maybe"}, "want on or off"},
 		{[]string{"--format", "xml"}, "--format"},
 		{[]string{"--jobs", "0"}, "--jobs"},
 		{[]string{"--cost-ipi", "-1"}, "--cost-ipi"},

@@ -235,3 +235,17 @@ func TestSpecJobsAndSame(t *testing.T) {
 		t.Errorf("Done index wrong")
 	}
 }
+
+// Results made with optimistic spinning on are not resumed into a matrix
+// run with it off, and the other way round.
+func TestSpecSameMindsOptimisticSpin(t *testing.T) {
+	a := Spec{Workload: "hackbench", CPUs: 32, SimTimeNs: 1e9, Strategy: "time"}
+	b := a
+	b.NoOptimisticSpin = true
+	if a.Same(b) || b.Same(a) {
+		t.Fatal("specs with and without optimistic spinning compare as the same")
+	}
+	if !b.Same(b) {
+		t.Fatal("a spec is not the same as itself")
+	}
+}

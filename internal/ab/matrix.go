@@ -27,13 +27,17 @@ type Spec struct {
 	Configs   []string `json:"configs"`
 	Seeds     int      `json:"seeds"`
 	FirstSeed uint64   `json:"first_seed"`
+	// NoOptimisticSpin: the runs had mutex optimistic spinning off
+	// (--optimistic-spin off); with it on, waiters that can spin rarely
+	// block, and proxy execution has little to do.
+	NoOptimisticSpin bool `json:"no_optimistic_spin,omitempty"`
 }
 
 // Same says whether a result computed under o is valid under s (the
 // cases, configs and seeds may differ: a result is keyed by them).
 func (s Spec) Same(o Spec) bool {
 	return s.Workload == o.Workload && s.CPUs == o.CPUs && s.Topology == o.Topology &&
-		s.SimTimeNs == o.SimTimeNs && s.Strategy == o.Strategy
+		s.SimTimeNs == o.SimTimeNs && s.Strategy == o.Strategy && s.NoOptimisticSpin == o.NoOptimisticSpin
 }
 
 // Job is one run of the matrix.

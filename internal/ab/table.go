@@ -136,7 +136,11 @@ func (t *Table) WriteText(w io.Writer) error {
 		interp = "Higher is better"
 	}
 	fmt.Fprintln(w, rule)
-	fmt.Fprintf(w, "Test : %s (proxysim %s, %d CPUs %s, %d seeds from %d, virtual %s, strategy %s)\n", s.Bench, s.Workload, s.CPUs, s.Topology, s.Seeds, s.FirstSeed, fmtDur(s.SimTimeNs), s.Strategy)
+	spin := ""
+	if s.NoOptimisticSpin {
+		spin = ", no optimistic spinning"
+	}
+	fmt.Fprintf(w, "Test : %s (proxysim %s, %d CPUs %s, %d seeds from %d, virtual %s, strategy %s%s)\n", s.Bench, s.Workload, s.CPUs, s.Topology, s.Seeds, s.FirstSeed, fmtDur(s.SimTimeNs), s.Strategy, spin)
 	fmt.Fprintf(w, "Units : %s\n", t.Metric.Units)
 	fmt.Fprintf(w, "Interpretation: %s\n", interp)
 	fmt.Fprintf(w, "Statistic : %s\n", t.Stat)
