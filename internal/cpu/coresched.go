@@ -187,27 +187,11 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 			}
 		}
 		ri.Core.Pick = p
-		if p == ri.Idle {
-			if ri.NrRunning() > 0 {
-				core.Core.ForceidleCount++
-				if !fiBefore {
-					core.Core.ForceidleSeq++
-				}
-				c.Inc(stats.CoreForcedIdle)
-			}
-		} else {
+		if cp.countForcedIdle(core, ri, fiBefore) {
 			occ++
 		}
 	}
-	core.Core.PickSeq = core.Core.TaskSeq
-	next := r.Core.Pick
-	r.Core.SchedSeq = core.Core.PickSeq
-	cp.coreReschedSiblings(next, occ, fiBefore)
-	c.Emit(trace.EvCorePick, int32(next.ID), int32(cookie), int32(core.Core.ForceidleCount), 0)
-	if !r.Core.PickBlockedDonor && core.Core.ForceidleCount > 0 && next == r.Idle {
-		cp.queueCoreBalance()
-	}
-	return next
+	return cp.endCorePick(core, occ, fiBefore, cookie, !r.Core.PickBlockedDonor)
 }
 
 // coreReschedSiblings is the end of the core pick: refresh the
@@ -242,13 +226,47 @@ func (cp *CPU) coreReschedSiblings(next *task.Task, occ int, fiBefore bool) {
 	}
 }
 
+// countForcedIdle accounts sibling ri's pick: a CPU left idle with tasks
+// queued is forced idle (counted, and a new forced-idle sequence begins
+// unless one was running). It reports whether ri runs a task.
+func (cp *CPU) countForcedIdle(core, ri *rq.RQ, fiBefore bool) bool {
+	if ri.Core.Pick != ri.Idle {
+		return true
+	}
+	if ri.NrRunning() > 0 {
+		core.Core.ForceidleCount++
+		if !fiBefore {
+			core.Core.ForceidleSeq++
+		}
+		cp.c.Inc(stats.CoreForcedIdle)
+	}
+	return false
+}
+
+// endCorePick ends a core-wide pick: the core's pick sequence, this CPU's
+// pick, the siblings' reschedules, the trace event, and the forced-idle
+// balancer when this CPU idles with forced idle on the core (balance:
+// not while a proxy re-pick is pending).
+func (cp *CPU) endCorePick(core *rq.RQ, occ int, fiBefore bool, cookie uint64, balance bool) *task.Task {
+	r := cp.rq
+	core.Core.PickSeq = core.Core.TaskSeq
+	next := r.Core.Pick
+	r.Core.SchedSeq = core.Core.PickSeq
+	cp.coreReschedSiblings(next, occ, fiBefore)
+	cp.c.Emit(trace.EvCorePick, int32(next.ID), int32(cookie), int32(core.Core.ForceidleCount), 0)
+	if balance && core.Core.ForceidleCount > 0 && next == r.Idle {
+		cp.queueCoreBalance()
+	}
+	return next
+}
+
 // corePickV3 is RFC v3's core-wide selection: per class, per sibling,
 // pick_task(rq_i, class, max), restarting whenever a higher-priority
 // incompatible max appears. v3 predates proxy execution: the re-pick for
 // a blocked donor's owner (sched_core_proxy_pick) takes the reference's
 // restart_multi in corePickNextTask instead (the model's choice).
 func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
-	c, r := cp.c, cp.rq
+	r := cp.rq
 	core := r.Core.Leader
 	sibs := r.Core.Siblings
 	start := 0
@@ -302,27 +320,13 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 			ri.Core.Pick = ri.Idle
 		}
 		ri.Core.PickLeader = ri.Core.Pick == max
-		if ri.Core.Pick == ri.Idle {
-			if ri.NrRunning() > 0 {
-				core.Core.ForceidleCount++
-				if !fiBefore {
-					core.Core.ForceidleSeq++
-				}
-				c.Inc(stats.CoreForcedIdle)
-			}
-		} else {
+		if cp.countForcedIdle(core, ri, fiBefore) {
 			occ++
 		}
 	}
-	core.Core.PickSeq = core.Core.TaskSeq
-	next := r.Core.Pick
-	r.Core.SchedSeq = core.Core.PickSeq
-	cp.coreReschedSiblings(next, occ, true) // v3 has no min_vruntime_fi
-	c.Emit(trace.EvCorePick, int32(next.ID), int32(core.Core.Cookie), int32(core.Core.ForceidleCount), 0)
-	if core.Core.ForceidleCount > 0 && next == r.Idle {
-		cp.queueCoreBalance()
-	}
-	return next
+	// v3 has no min_vruntime_fi: siblings are rescheduled as if forced
+	// idle had been on before.
+	return cp.endCorePick(core, occ, true, core.Core.Cookie, true)
 }
 
 // pickTaskV3 is v3's pick_task(rq, class, max), with CORESCHED_STALL_FIX.
@@ -564,10 +568,7 @@ func (m *Machine) setCookie(c *percpu.Ctx, p *task.Task, cookie uint64) {
 // opCookie is prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE/SHARE_TO) of p
 // or of the target: the cookie is Op.Prio (0: untagged).
 func (cp *CPU) opCookie(p *task.Task, op *task.Op) {
-	t := p
-	if op.Target != 0 {
-		t = cp.m.Task(op.Target)
-	}
+	t := cp.opTarget(p, op)
 	p.Exec.PC++
 	if t != nil {
 		cp.m.setCookie(cp.c, t, uint64(op.Prio))

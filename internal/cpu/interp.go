@@ -382,10 +382,7 @@ func (cp *CPU) opYield(p *task.Task, op *task.Op) {
 func (cp *CPU) opAffinity(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
-	t := p
-	if op.Target != 0 {
-		t = m.Task(op.Target)
-	}
+	t := cp.opTarget(p, op)
 	ex.PC++
 	mask := op.Mask
 	switch {
@@ -408,15 +405,20 @@ func (cp *CPU) opAffinity(p *task.Task, op *task.Op) {
 // opSetPrio is sched_setscheduler() of p or of the target.
 func (cp *CPU) opSetPrio(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
-	ex := &p.Exec
-	t := p
-	if op.Target != 0 {
-		t = m.Task(op.Target)
-	}
-	ex.PC++
+	t := cp.opTarget(p, op)
+	p.Exec.PC++
 	if t != nil {
 		m.setScheduler(c, t, op.Policy, op.Prio)
 	}
+}
+
+// opTarget is the task an instruction acts on: its target, or p itself.
+// nil if the target does not exist.
+func (cp *CPU) opTarget(p *task.Task, op *task.Op) *task.Task {
+	if op.Target != 0 {
+		return cp.m.Task(op.Target)
+	}
+	return p
 }
 
 // opLoop jumps back Count times (0: forever).
