@@ -403,18 +403,14 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 		}
 	}
 	resumed := len(spec.Jobs()) - len(todo)
-	var mu sync.Mutex // guards file, running, lastWrite
-	running := map[*sim.Run]bool{}
+	var mu sync.Mutex // guards file, lastWrite
+	running := newInFlight()
 	lastWrite := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	in.setStop(func() {
 		cancel()
-		mu.Lock()
-		for r := range running {
-			r.Stop("signal")
-		}
-		mu.Unlock()
+		running.stopAll("signal")
 	})
 	var finished atomic.Int64
 	start := time.Now()
@@ -473,19 +469,12 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 			if err != nil {
 				return err
 			}
-			mu.Lock()
-			stopped := gctx.Err() != nil
-			if !stopped {
-				running[r] = true
-			}
-			mu.Unlock()
-			if stopped {
+			s, ok := running.execute(gctx, r)
+			if !ok {
 				return nil
 			}
-			s := r.Execute()
 			mu.Lock()
 			defer mu.Unlock()
-			delete(running, r)
 			if why := s.StopReason; why != "" && why != sim.StopAllExited && !s.Failed() {
 				return nil // cut short by a signal: not a result
 			}

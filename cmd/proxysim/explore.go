@@ -91,16 +91,12 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// A signal stops the runs in flight and keeps what was found.
-	running := map[*sim.Run]bool{}
+	running := newInFlight()
 	in := watchInterrupts(stderr, "exploring")
 	defer in.close()
 	in.setStop(func() {
 		cancel()
-		mu.Lock()
-		for r := range running {
-			r.Stop("signal: " + in.signal().String())
-		}
-		mu.Unlock()
+		running.stopAll("signal: " + in.signal().String())
 	})
 	stopProgress := make(chan struct{})
 	go func() {
@@ -135,18 +131,11 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 				if err != nil {
 					return err
 				}
-				mu.Lock()
-				stopped := gctx.Err() != nil
-				if !stopped {
-					running[r] = true
-				}
-				mu.Unlock()
-				if stopped {
+				s, ok := running.execute(gctx, r)
+				if !ok {
 					return nil
 				}
-				s := r.Execute()
 				mu.Lock()
-				delete(running, r)
 				if r.Machine.StopReason() != "" && !s.Failed() {
 					// cut short by a signal: neither a run nor an interleaving
 					mu.Unlock()
