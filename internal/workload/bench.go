@@ -57,6 +57,19 @@ type benchDef struct {
 	help    string
 }
 
+// reqRespParams are the parameters of the request/response benchmarks
+// (tbench, netperf), with their compute defaults: per request at each
+// end, and under the connection mutex per send or receive.
+func reqRespParams(unit string, computeNs, copyNs int) []benchParam {
+	return []benchParam{
+		{"clients", 1, 1, 4096, "client/server pairs"},
+		{"sock_lock", 1, 0, 1, "take the connection's mutex around each send and receive (1) or not (0)"},
+		{"client_ns", computeNs, 0, 10000000, "client compute per " + unit},
+		{"server_ns", computeNs, 0, 10000000, "server compute per " + unit},
+		{"copy_ns", copyNs, 0, 1000000, "compute under the connection mutex per send or receive"},
+	}
+}
+
 var benches = []benchDef{
 	{name: "hackbench", primary: "groups", help: "groups of senders and receivers over pipes; figure: time to finish",
 		params: []benchParam{
@@ -67,21 +80,9 @@ var benches = []benchDef{
 			{"syscall_ns", 1500, 0, 1000000, "compute outside the mutex per read or write (syscall entry, poll, accounting)"},
 		}, build: hackbench},
 	{name: "tbench", primary: "clients", help: "client/server request-response pairs; figure: requests per second",
-		params: []benchParam{
-			{"clients", 1, 1, 4096, "client/server pairs"},
-			{"sock_lock", 1, 0, 1, "take the connection's mutex around each send and receive (1) or not (0)"},
-			{"client_ns", 20000, 0, 10000000, "client compute per request"},
-			{"server_ns", 20000, 0, 10000000, "server compute per request"},
-			{"copy_ns", 3000, 0, 1000000, "compute under the connection mutex per send or receive"},
-		}, build: func(p map[string]int) *Scenario { return reqResp("tbench", p) }},
+		params: reqRespParams("request", 20000, 3000), build: func(p map[string]int) *Scenario { return reqResp("tbench", p) }},
 	{name: "netperf", primary: "clients", help: "TCP_RR-style request-response pairs; figure: transactions per second",
-		params: []benchParam{
-			{"clients", 1, 1, 4096, "client/server pairs"},
-			{"sock_lock", 1, 0, 1, "take the connection's mutex around each send and receive (1) or not (0)"},
-			{"client_ns", 2000, 0, 10000000, "client compute per transaction"},
-			{"server_ns", 2000, 0, 10000000, "server compute per transaction"},
-			{"copy_ns", 500, 0, 1000000, "compute under the connection mutex per send or receive"},
-		}, build: func(p map[string]int) *Scenario { return reqResp("netperf", p) }},
+		params: reqRespParams("transaction", 2000, 500), build: func(p map[string]int) *Scenario { return reqResp("netperf", p) }},
 	{name: "schbench", primary: "workers", help: "message threads waking workers that compute and sleep; figures: wake-up and request latency p99, requests per second",
 		params: []benchParam{
 			{"workers", 4, 1, 4096, "worker threads per message thread"},
