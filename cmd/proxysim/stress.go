@@ -96,23 +96,19 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	if err := sf.machineFlags.finish(fs); err != nil {
 		return err
 	}
-	if !(sf.o.Jitter >= 0 && sf.o.Jitter <= 1) { // NaN fails both
-		return usagef("--jitter %v out of range 0-1", sf.o.Jitter)
-	}
 	for _, r := range []struct {
-		name string
-		v    float64
-	}{{"signal-rate", sf.o.SignalRate}, {"spurious-wake-rate", sf.o.SpuriousWakeRate}} {
-		if !(r.v >= 0 && r.v <= 1e6) {
-			return usagef("--%s %v out of range 0-1e6", r.name, r.v)
-		}
-	}
-	for _, r := range []struct {
-		name string
-		v    float64
-	}{{"signal-fatal", sf.o.SignalFatal}, {"lock-interruptible", sf.o.InterruptibleLocks}} {
-		if !(r.v >= 0 && r.v <= 1) {
-			return usagef("--%s %v out of range 0-1", r.name, r.v)
+		name   string
+		v, max float64
+		rng    string
+	}{
+		{"jitter", sf.o.Jitter, 1, "0-1"},
+		{"signal-rate", sf.o.SignalRate, 1e6, "0-1e6"},
+		{"spurious-wake-rate", sf.o.SpuriousWakeRate, 1e6, "0-1e6"},
+		{"signal-fatal", sf.o.SignalFatal, 1, "0-1"},
+		{"lock-interruptible", sf.o.InterruptibleLocks, 1, "0-1"},
+	} {
+		if !(r.v >= 0 && r.v <= r.max) { // NaN fails both
+			return usagef("--%s %v out of range %s", r.name, r.v, r.rng)
 		}
 	}
 	if sf.o.JitterDelay < 0 || sf.o.JitterDelay > time.Second {
