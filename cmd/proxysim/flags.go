@@ -229,7 +229,7 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.IntVar(&mf.o.AuditEvery, "audit-every", def.AuditEvery, "run the stop-the-world invariant audit every N epochs (0: never)")
 	fs.IntVar(&mf.o.RingSize, "ring-size", def.RingSize, "flight-recorder events kept per CPU")
 	fs.DurationVar(&mf.o.HangTimeout, "hang-timeout", def.HangTimeout, "real time without progress before the watchdog reports a hang (concurrent mode only: deterministic mode counts conductor turns)")
-	fs.DurationVar(&mf.o.WakingBound, "waking-bound", def.WakingBound, "virtual time a task may stay BO_WAKING before it counts as never returned (0: no bound)")
+	fs.DurationVar(&mf.o.WakingBound, "waking-bound", def.WakingBound, "virtual time a woken donor (blocked_on cleared, still queued with is_blocked) may wait to be run, returned or deactivated (0: no bound)")
 	fs.StringVar(&mf.report, "report", "", "failure report file, written only when the run fails (default "+reportDefault+")")
 	fs.StringVar(&mf.trace, "trace", "", "write the last events as Chrome/Perfetto trace-event JSON to this file")
 	fs.StringVar(&mf.cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the command to this file (go tool pprof FILE)")

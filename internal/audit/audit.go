@@ -25,7 +25,7 @@ type Config struct {
 	Proxy          bool
 	SleepingOwners bool
 	Horizon        int64 // the barrier's virtual time
-	WakingBound    int64 // max virtual ns a task may stay BO_WAKING (0: off)
+	WakingBound    int64 // max virtual ns a woken donor (is_blocked, blocked_on cleared) may stay queued (0: off)
 	ProgressBound  int64 // max virtual ns a runnable task may wait to run (0: off)
 }
 

@@ -73,3 +73,54 @@ func TestNrUninterruptibleSum(t *testing.T) {
 		t.Fatalf("uncounted sleeper: %v", got)
 	}
 }
+
+func violations(v *view, cfg Config, inv check.Invariant) []string {
+	var out []string
+	Audit(v, cfg, func(vi check.Violation) {
+		if vi.Invariant == inv {
+			out = append(out, vi.Message)
+		}
+	})
+	return out
+}
+
+// Invariant 31: TASK_RUNNING never with is_blocked (ttwu_do_wakeup clears
+// it with the state; --bug ttwu-keeps-blocked does not).
+func TestRunningNotBlocked(t *testing.T) {
+	v := machine(1)
+	p := task.New(1, "p", 1, 0)
+	p.SetState(task.Running)
+	v.tasks = append(v.tasks, p)
+	if got := violations(v, Config{Proxy: true}, check.InvRunningNotBlocked); len(got) != 0 {
+		t.Fatalf("a plain running task reported: %v", got)
+	}
+	p.SetIsBlocked(true)
+	if got := violations(v, Config{Proxy: true}, check.InvRunningNotBlocked); len(got) != 1 || !strings.Contains(got[0], "is_blocked") {
+		t.Fatalf("RUNNING with is_blocked: %v, want one violation", got)
+	}
+}
+
+// Invariant 10: a donor whose blocked_on was cleared (a hand-off) and that
+// is still queued with is_blocked must be run, returned or deactivated
+// within the bound.
+func TestWokenDonorPlacedInTime(t *testing.T) {
+	v := machine(1)
+	p := task.New(1, "p", 1, 0)
+	p.SetState(task.Uninterruptible)
+	p.SetIsBlocked(true)
+	p.SetOnRQ(task.OnRQQueued)
+	p.UnblockedAt = 1_000
+	v.tasks = append(v.tasks, p)
+	cfg := Config{Proxy: true, WakingBound: 5_000, Horizon: 5_500}
+	if got := violations(v, cfg, check.InvWakingReturns); len(got) != 0 {
+		t.Fatalf("within the bound: %v", got)
+	}
+	cfg.Horizon = 7_000
+	if got := violations(v, cfg, check.InvWakingReturns); len(got) != 1 || !strings.Contains(got[0], "blocked_on was cleared") {
+		t.Fatalf("past the bound: %v, want one violation", got)
+	}
+	p.SetOnRQ(task.OnRQNone) // deactivated: its wake-up places it
+	if got := violations(v, cfg, check.InvWakingReturns); len(got) != 0 {
+		t.Fatalf("a deactivated donor reported: %v", got)
+	}
+}

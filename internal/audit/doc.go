@@ -3,7 +3,7 @@
 // parked at an epoch barrier, so it reads without locks: each task in
 // exactly one place, counts agree, blocked_on chains agree with mutex wait
 // lists and are acyclic, sleeping-owner lists agree with on_rq, no
-// BO_WAKING left unreturned, every runnable task makes progress, runtime
+// woken donor left unplaced, every runnable task makes progress, runtime
 // adds up.
 //
 // It sits above rq and mutex (it reads both); the invariant ids and the

@@ -20,7 +20,7 @@ const (
 	InvOnCPUNoEnqueue    Invariant = 7  // on_rq 0 and on_cpu 1: nobody enqueues it
 	InvWakeCPU           Invariant = 8  // wake_cpu in mask unless proxy-migrated; cpu != wake_cpu => blocked
 	InvRunnableInMask    Invariant = 9  // no runnable task stays queued outside its mask
-	InvWakingReturns     Invariant = 10 // BO_WAKING follows BLOCKED; every WAKING task is returned in time
+	InvWakingReturns     Invariant = 10 // a woken donor (blocked_on cleared, is_blocked, queued) is run, returned or deactivated in time
 	InvDonorHandoff      Invariant = 11 // blocked_donor's lock is owned by the task it donates to
 	InvOneOwner          Invariant = 12 // a mutex has one owner; wait list agrees with waiters
 	InvSleepingOwner     Invariant = 13 // parked on at most one list; parked => on_rq 0
@@ -33,7 +33,7 @@ const (
 	InvLockOrder         Invariant = 21 // lock order pi_lock -> rq->lock -> wait_lock -> blocked_lock holds
 	InvCounts            Invariant = 22 // nr_running and friends agree and never go negative
 	InvProgress          Invariant = 30 // every runnable task makes progress within a bound
-	InvRunningNotBlocked Invariant = 31 // TASK_RUNNING implies not mutex-blocked (Peter Zijlstra's rule)
+	InvRunningNotBlocked Invariant = 31 // TASK_RUNNING implies !is_blocked (Peter Zijlstra's rule)
 	InvChainAcyclic      Invariant = 32 // blocked_on chains are acyclic (else: deadlock)
 	InvHang              Invariant = 40 // the simulator makes progress in real time
 	InvInternal          Invariant = 41 // a model assertion failed (panic)

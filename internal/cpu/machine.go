@@ -38,7 +38,7 @@ type Config struct {
 	Balance        int64 // virtual ns between periodic balance passes
 	AuditEvery     int   // audit every N epochs (0: never)
 	ProgressBound  int64 // virtual ns a runnable task may wait (0: off)
-	WakingBound    int64 // virtual ns a task may stay BO_WAKING (0: off)
+	WakingBound    int64 // virtual ns a woken donor may stay queued unplaced (invariant 10; 0: off)
 	WallLimit      time.Duration
 	HangTimeout    time.Duration
 	ShuffleEvery   int64 // virtual ns between affinity shuffles per busy CPU (0: off)

@@ -73,7 +73,7 @@ var counterHelp = map[string]string{
 	"mutex_handoffs":             "Mutex hand-offs to a waiter on unlock.",
 	"proxy_pick_same_rq":         "Picks that ran a lock owner on behalf of a blocked donor queued on the same runqueue (proxy execution).",
 	"proxy_migrations":           "Calls of proxy_migrate_task that moved a blocked donor (with the donors queued behind it) to its lock owner's CPU; the tasks moved are proxysim_migrations_total{reason=~\"proxy|chain\"}.",
-	"return_migrations":          "BO_WAKING donors away from home dequeued by proxy_needs_return for a full wakeup; the moves that follow are proxysim_migrations_total{reason=\"return\"} (none when the wakeup lands where the task is).",
+	"return_migrations":          "Woken donors away from home dequeued by proxy_needs_return (block_task(TASK_WAKING)) for a full wakeup; the moves that follow are proxysim_migrations_total{reason=\"return\"} (none when the wakeup lands where the task is).",
 	"proxy_activates":            "Links find_proxy_task found blocked on a free lock away from home and woke with proxy_activate; the moves that follow are part of proxysim_migrations_total{reason=\"return\"}.",
 	"sleeping_owner_enqueues":    "Blocked donors parked on a sleeping lock owner.",
 	"blocked_waiter_activations": "Parked waiters re-activated when their lock owner woke.",

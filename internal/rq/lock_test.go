@@ -7,7 +7,9 @@ import (
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
 )
 
 func testCtx(id int, dep *spinlock.Validator) *percpu.Ctx {
@@ -108,6 +110,8 @@ func TestDoubleLockOrderAndBalance(t *testing.T) {
 func TestEnqueueDequeueMisuseIsReported(t *testing.T) {
 	var got []check.Invariant
 	c := testCtx(0, nil)
+	c.Stats = &stats.CPU{}
+	c.Trace = trace.NewLog(1, 64).Rings[0]
 	c.OnWarn = func(_ *percpu.Ctx, inv check.Invariant, task int, name, msg string) { got = append(got, inv) }
 	a, b := newRQ(0), newRQ(1)
 	p := task.New(1, "p", 4, 0)
@@ -123,5 +127,30 @@ func TestEnqueueDequeueMisuseIsReported(t *testing.T) {
 	}
 	if a.NrRunning() != 1 || b.NrRunning() != 0 || len(a.Tasks()) != 1 {
 		t.Fatalf("queues changed by the rejected operations: rq0 %d (%d tasks), rq1 %d", a.NrRunning(), len(a.Tasks()), b.NrRunning())
+	}
+}
+
+// set_task_cpu's state WARNs (proxy_set_task_cpu, keepWakeCPU, has none):
+// a sleeper moved while not TASK_WAKING, a queued running fair task moved
+// while not MIGRATING. Each is reported; the legal moves are not.
+func TestSetTaskCPUWarns(t *testing.T) {
+	var got []string
+	c := testCtx(0, nil)
+	c.Stats = &stats.CPU{}
+	c.Trace = trace.NewLog(1, 64).Rings[0]
+	c.OnWarn = func(_ *percpu.Ctx, inv check.Invariant, _ int, _, msg string) { got = append(got, msg) }
+	p := task.New(1, "p", 4, 0)
+	p.SetState(task.Interruptible) // asleep, on_rq 0
+	SetTaskCPU(c, p, 1, false, 0)
+	SetTaskCPU(c, p, 2, true, 0) // proxy_set_task_cpu: allowed
+	p.SetState(task.Waking)
+	SetTaskCPU(c, p, 3, false, 0) // ttwu's move: allowed
+	p.SetState(task.Running)
+	p.SetOnRQ(task.OnRQQueued)
+	SetTaskCPU(c, p, 0, false, 0)
+	p.SetOnRQ(task.OnRQMigrating)
+	SetTaskCPU(c, p, 1, false, 0) // a migration: allowed
+	if len(got) != 2 || !strings.Contains(got[0], "while asleep") || !strings.Contains(got[1], "not MIGRATING") {
+		t.Fatalf("WARNs %q, want the asleep move and the queued running move", got)
 	}
 }
