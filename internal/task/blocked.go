@@ -73,7 +73,16 @@ func (p *Task) IsBlockedOnce() bool { return p.isBlockedOnce.Load() }
 // (try_to_block_task, ttwu_do_wakeup, find_proxy_task). Not traced: the
 // sleep, donor-keep and wake events imply it; find_proxy_task traces the
 // clears it makes itself.
+//
+// A store that would not change the value is skipped. The kernel stores
+// unconditionally (ttwu_do_wakeup's is_blocked = 0), and a remote
+// ttwu_runnable's store of 0 over 0 meets current's own lockless read in
+// try_to_wake_up's WARN; KCSAN, by default, reports only races that
+// change the value, and so does the model (docs/findings.md, "Looked at").
 func (p *Task) SetIsBlocked(v bool) {
+	if p.IsBlocked() == v {
+		return
+	}
 	p.isBlocked = 0
 	if v {
 		p.isBlocked = 1
