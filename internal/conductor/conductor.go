@@ -63,6 +63,11 @@ type Conductor struct {
 	tree    []int32
 	leaves  int
 	spinIDs []int // participants with spinning set (cleared together)
+	// treeStale: leaves changed while a participant held the turn (Stop,
+	// from another goroutine), when the tree could not be fixed without
+	// reading the running participant's clock; rebuilt at the next
+	// handout, when everyone is paused.
+	treeStale bool
 
 	mu       sync.Mutex // guards everything below
 	state    []state
@@ -185,7 +190,10 @@ func (c *Conductor) Stop() {
 	c.stopped = true
 	for i, s := range c.state {
 		if s == blocked {
-			c.setState(i, runnable)
+			// Not setState: its tree fix would read the clock of the
+			// participant holding the turn while it runs.
+			c.state[i] = runnable
+			c.treeStale = true
 		}
 	}
 	if c.running < 0 {
@@ -319,7 +327,12 @@ func (c *Conductor) Steps() uint64 {
 
 // scheduleLocked picks the next participant and hands it the turn.
 func (c *Conductor) scheduleLocked() {
-	if c.running >= 0 {
+	if c.treeStale {
+		c.treeStale = false
+		for i := range c.state {
+			c.fixLocked(i)
+		}
+	} else if c.running >= 0 {
 		c.fixLocked(c.running) // its clock moved during its turn
 	}
 	next := c.pickLocked()
