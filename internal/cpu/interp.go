@@ -213,6 +213,13 @@ func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.Stat
 	ex := &p.Exec
 	waiter := ex.Phase == lockWaiterSpin
 	nr := cp.rq.NeedResched()
+	// The owner's clock is read before the turn's owner test, so that an
+	// owner still running afterwards held the lock up to that clock.
+	o := mx.OwnerTask()
+	var ownerNow int64
+	if o != nil {
+		ownerNow = peekClock(m.cpus[o.CPU()].c)
+	}
 	r := mx.SpinOnOwner(c, p, waiter, nr)
 	if r != mutex.SpinAgain {
 		how := int32(trace.SpinEndAcquired)
@@ -234,7 +241,11 @@ func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.Stat
 	case mutex.SpinAgain:
 		c.Inc(stats.MutexSpinTurns)
 		ex.SpinTurns++
-		cp.advance(m.cfg.SpinCost)
+		d := m.cfg.SpinCost
+		if o != nil && mx.OwnerTask() == o {
+			d = cp.spinCatchUp(ownerNow)
+		}
+		cp.advance(d)
 		c.CPU.YieldPoint()
 	default:
 		if nr {
@@ -254,6 +265,45 @@ func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.Stat
 		cp.lockResult(p, op, mx, st, mx.SpinEnd(c, p, st, false))
 	}
 }
+
+// spinCatchUp is how far a spin turn moves this CPU's clock when the
+// owner it spins on was still running with the lock after its own CPU's
+// clock read ownerNow: the spinner saw nothing but "owned, on a CPU" up to
+// that time, so it spins there in one turn instead of SpinCost at a time,
+// stopping at its next tick, timer or the epoch's end (where need_resched
+// or an interrupt could end the spin) and within the serial strategy's
+// step budget. When the owner's clock is not ahead, a turn is SpinCost.
+// What a spin finds is unchanged; how many turns it takes to find it (and
+// the wall time they cost) is not.
+func (cp *CPU) spinCatchUp(ownerNow int64) int64 {
+	c, m := cp.c, cp.m
+	d := ownerNow - c.Now
+	if d <= m.cfg.SpinCost || cp.pending() {
+		return m.cfg.SpinCost
+	}
+	if t := cp.nextTick - c.Now; t > 0 && t < d {
+		d = t
+	}
+	if t := m.bar.horizon.Load() - c.Now; t > 0 && t < d {
+		d = t
+	}
+	if t := cp.nextTimer() - c.Now; t > 0 && t < d {
+		d = t
+	}
+	d = m.runner.stepBudget(cp.id, c.Now, d)
+	return max(d, m.cfg.SpinCost)
+}
+
+// peekClock reads another CPU's clock (percpu.Ctx.Now, written only by
+// that CPU's goroutine) without synchronising with it. A spinner in the
+// kernel learns nothing of the owner's memory by the passing of time, so
+// the read must not give the race detector a happens-before edge from
+// the owner's CPU (an atomic load would, and hide races; see F4 in
+// docs/findings.md). The value is a word-sized clock only used to size a
+// spin turn; in serial mode it is exact.
+//
+//go:norace
+func peekClock(c *percpu.Ctx) int64 { return c.Now }
 
 // opUnlock is mutex_unlock() and the wake-ups it queued.
 func (cp *CPU) opUnlock(p *task.Task, op *task.Op) {
