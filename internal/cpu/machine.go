@@ -116,6 +116,7 @@ type Machine struct {
 	runner    runner               // how the CPU goroutines interleave
 	cond      *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
 	rto       atomic.Int32         // runqueues with two or more RT tasks
+	rtoMask   rq.OverloadMask      // which runqueues those are (rto_mask)
 	live      *audit.Liveness      // the liveness checks' memory (audits only)
 	stopReq   chan struct{}
 	stopping  atomic.Bool
@@ -167,6 +168,7 @@ func New(cfg Config) (*Machine, error) {
 		m.detected.Store(time.Now().UnixNano())
 		m.Stop("violation: " + v.String())
 	}
+	m.rtoMask = rq.NewOverloadMask(cfg.CPUs)
 	m.Dep = spinlock.NewValidator(func(inv spinlock.Inversion) {
 		// Called on the goroutine of the CPU taking the lock, which owns
 		// that CPU's context.
@@ -187,6 +189,7 @@ func New(cfg Config) (*Machine, error) {
 		r := rq.New(i, idle)
 		r.SetLockOrder(m.topo.LockOrderKey(i))
 		r.RTO = &m.rto
+		r.RTOMask = m.rtoMask
 		st := &stats.CPU{}
 		lc := spinlock.NewCPU(i)
 		lc.Dep = m.Dep

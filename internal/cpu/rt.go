@@ -219,10 +219,10 @@ func (m *Machine) pullRTTask(c *percpu.Ctx, r *rq.RQ) {
 	// The root domain's rto_mask: every RT-overloaded runqueue.
 	n := len(m.rqs)
 	start := int(c.Rand.IntN(n))
-	for i := 0; i < n; i++ {
-		src := m.rqs[(start+i)%n]
+	m.rtoMask.ForEach(start, n, func(cpu int) bool {
+		src := m.rqs[cpu]
 		if src == r || src.NrRT() < 2 {
-			continue
+			return true
 		}
 		rq.DoubleLockBalance(c, r, src)
 		pulled := false
@@ -240,7 +240,8 @@ func (m *Machine) pullRTTask(c *percpu.Ctx, r *rq.RQ) {
 		rq.DoubleUnlockBalance(c, r, src)
 		if pulled {
 			r.SetNeedResched()
-			return
+			return false
 		}
-	}
+		return true
+	})
 }

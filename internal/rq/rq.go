@@ -2,6 +2,7 @@ package rq
 
 import (
 	"fmt"
+	"math/bits"
 	"sync/atomic"
 
 	"github.com/proxysim/proxysim/internal/check"
@@ -85,6 +86,9 @@ type RQ struct {
 	// RTO counts, machine-wide, the runqueues with two or more RT tasks
 	// (rto_count: candidates for RT pull). Shared; set before start.
 	RTO *atomic.Int32
+	// RTOMask is the root domain's rto_mask: which runqueues those are.
+	// Shared; set before start (with RTO).
+	RTOMask OverloadMask
 	// Ledger, if set, checks the charges at every curr/donor change. Set
 	// before start.
 	Ledger Ledger
@@ -235,6 +239,8 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 		}
 		r.rt = append(r.rt, p)
 		if r.nrRT.Add(1) == 2 && r.RTO != nil {
+			// rt_set_overload: the mask bit, then the count.
+			r.RTOMask.set(r.CPU)
 			r.RTO.Add(1)
 		}
 	} else {
@@ -281,7 +287,9 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
 	}
 	if se.Policy.RT() {
 		if r.nrRT.Add(-1) == 1 && r.RTO != nil {
+			// rt_clear_overload: the count, then the mask bit.
 			r.RTO.Add(-1)
+			r.RTOMask.clear(r.CPU)
 		}
 	} else {
 		se.Vlag = se.Vruntime - r.minVruntime
@@ -679,3 +687,50 @@ func (r *RQ) PeekDonor() *task.Task { return r.donor }
 
 // PeekExecStart returns when curr/donor were last charged (audits).
 func (r *RQ) PeekExecStart() int64 { return r.execStart }
+
+// OverloadMask is a cpumask of RT-overloaded runqueues (the root domain's
+// rto_mask). A runqueue's bit is set and cleared under its rq lock with
+// atomic bit operations (cpumask_set_cpu, cpumask_clear_cpu) and read
+// without a lock, as pull_rt_task does.
+type OverloadMask []atomic.Uint64
+
+// NewOverloadMask returns an empty mask for n CPUs.
+func NewOverloadMask(n int) OverloadMask { return make(OverloadMask, (n+63)/64) }
+
+func (m OverloadMask) set(cpu int) {
+	if m != nil {
+		m[cpu/64].Or(1 << (cpu % 64))
+	}
+}
+
+func (m OverloadMask) clear(cpu int) {
+	if m != nil {
+		m[cpu/64].And(^uint64(1 << (cpu % 64)))
+	}
+}
+
+// ForEach calls fn for every CPU in the mask below n, in order from start
+// and wrapping round, until fn returns false. Each word is read once
+// (READ_ONCE), so a bit that changes during the walk may or may not be
+// seen, as with for_each_cpu on a live mask.
+func (m OverloadMask) ForEach(start, n int, fn func(cpu int) bool) {
+	if n <= 0 {
+		return
+	}
+	for i := 0; i < n; {
+		cpu := (start + i) % n
+		w := m[cpu/64].Load() >> (cpu % 64)
+		span := min(64-cpu%64, n-cpu) // bits of this word from cpu on, before the wrap
+		for w != 0 {
+			b := bits.TrailingZeros64(w)
+			if b >= span || i+b >= n {
+				break
+			}
+			if !fn(cpu + b) {
+				return
+			}
+			w &^= 1 << b
+		}
+		i += span
+	}
+}
