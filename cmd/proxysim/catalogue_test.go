@@ -61,7 +61,8 @@ func TestCatalogueIsCaught(t *testing.T) {
 	huntable := 0
 	for _, b := range bugs.Catalogue {
 		if why := b.HuntSkip(); why != "" {
-			// A data race (TestFindingIsBlockedPlainReadIsARace in
+			// A data race (TestFindingIsBlockedPlainReadIsARace and
+			// TestFindingBlockedOnPlainReadIsARace in
 			// internal/cpu shows it with the race detector), or an entry
 			// without a discriminating invariant yet: not hunted.
 			if hunted[b.Name] {

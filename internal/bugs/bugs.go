@@ -53,6 +53,7 @@ const (
 	IsBlockedPlainRead              // finding F4
 	CoreschedStall                  // core scheduling v3: pick_task favours its first argument on ties
 	CoreStealDonor                  // try_steal_cookie moves a proxy-exec donor (v30 1/7)
+	BlockedOnPlainRead              // finding F5
 	NumBugs
 )
 
@@ -145,10 +146,13 @@ var Catalogue = []Bug{
 	{CoreStealDonor, 0, "core-steal-donor", Historical, "v30 (\"sched/core: Don't steal a proxy-exec donor\", July 2026)",
 		"try_steal_cookie, the forced-idle balancer, skipped only src->core_pick and src->curr: it could move src's rq->donor (a blocked donor a proxy runs for) or another mutex-blocked donor to a forced-idle CPU by a non-proxy path. The reference skips p == src->donor and task_is_blocked(p); --bug removes both skips (the v30 patch body was not read: the mechanism is inferred from its title and the reference's code). Needs --core-sched",
 		"audit: donor not queued on its rq / stale donor reference (invariants 4, 5, 16); lost blocked chains (liveness)"},
+	{BlockedOnPlainRead, 0, "blocked-on-plain-read", Finding, "open@014c4be7",
+		"task_is_blocked() reads p->blocked_on with no lock, from other CPUs (can_migrate_task, the RT pushable tests, try_steal_cookie, holding only a runqueue's lock) and from __schedule on prev, while the mutex code writes it holding only p's blocked_lock (__set_task_blocked_on in the slow path; __clear_task_blocked_on in the unlocker's hand-off, a wake-up of current, proxy_needs_return, find_proxy_task): a plain concurrent read and write (KCSAN's data race). The callers re-check under their locks or tolerate either answer; the fix is READ_ONCE/WRITE_ONCE (or data_race() with a comment)",
+		"race detector only (build with -race): DATA RACE between TaskIsBlocked and SetBlockedOn or ClearBlockedOn"},
 }
 
 // raceOnly are the entries only the race detector catches.
-var raceOnly = Set(0).With(IsBlockedPlainRead)
+var raceOnly = Set(0).With(IsBlockedPlainRead).With(BlockedOnPlainRead)
 
 // RaceOnly says that only the race detector catches b (a data race, no
 // invariant): hunts need a race build and skip it otherwise.

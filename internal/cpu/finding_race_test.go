@@ -81,3 +81,70 @@ func TestFindingChildIsBlockedRead(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+// Finding F5 (docs/findings.md): task_is_blocked() reads blocked_on with
+// no lock (here from can_migrate_task, holding only the runqueue's lock),
+// while the unlocker's hand-off clears it holding only the waiter's
+// blocked_lock. The child runs the clear on cpu0 and the load balancer's
+// test on cpu1, once with the kernel's plain read (--bug
+// blocked-on-plain-read) and once with the proposed READ_ONCE.
+func TestFindingBlockedOnPlainReadIsARace(t *testing.T) {
+	kernel := runBlockedOnChild(t, "1")
+	if !strings.Contains(kernel, "WARNING: DATA RACE") || !strings.Contains(kernel, "TaskIsBlocked") || !strings.Contains(kernel, "ClearBlockedOn") {
+		t.Fatalf("the race detector did not report the kernel's plain blocked_on read:\n%s", tail(kernel, 3000))
+	}
+	fixed := runBlockedOnChild(t, "0")
+	if strings.Contains(fixed, "WARNING: DATA RACE") || !strings.Contains(fixed, "--- PASS: TestFindingChildBlockedOnRead") {
+		t.Fatalf("the fixed form (READ_ONCE) is not race-free:\n%s", tail(fixed, 3000))
+	}
+}
+
+func runBlockedOnChild(t *testing.T, bug string) string {
+	t.Helper()
+	t.Setenv("PROXYSIM_F5_BUG", bug)
+	return runMutantChild(t, "TestFindingChildBlockedOnRead", true)
+}
+
+// TestFindingChildBlockedOnRead runs only as the -race child of
+// TestFindingBlockedOnPlainReadIsARace.
+func TestFindingChildBlockedOnRead(t *testing.T) {
+	if os.Getenv("PROXYSIM_MUTANT_CHILD") == "" {
+		t.Skip("only run as a child of TestFindingBlockedOnPlainReadIsARace")
+	}
+	cfg := DefaultConfig()
+	cfg.CPUs = 2
+	if os.Getenv("PROXYSIM_F5_BUG") == "1" {
+		cfg.Bugs = cfg.Bugs.With(bugs.BlockedOnPlainRead)
+	}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mx := m.AddMutex("L")
+	prog := &task.Program{Ops: []task.Op{{Kind: task.OpCompute, Min: 1e9}}}
+	w, _ := m.AddTask(TaskSpec{Name: "W", Policy: task.Normal, Mask: task.MaskOf(0, 1), Prog: prog, CPU: 0, Seed: 1})
+	c0, c1 := m.cpus[0].c, m.cpus[1].c
+	// W waits for L (set before the goroutines start: the set is ordered
+	// before both by the goroutine starts).
+	w.BlockedLock.Lock(c0.CPU)
+	w.SetBlockedOn(c0, mx)
+	w.BlockedLock.Unlock(c0.CPU)
+	r0 := m.rqs[0]
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // cpu0: the unlocker hands L to W, under W's blocked_lock
+		defer wg.Done()
+		w.BlockedLock.Lock(c0.CPU)
+		w.ClearBlockedOn(c0, mx, true)
+		w.BlockedLock.Unlock(c0.CPU)
+		time.Sleep(200 * time.Millisecond)
+	}()
+	go func() { // cpu1: can_migrate_task pulling from cpu0, under cpu0's rq lock
+		defer wg.Done()
+		time.Sleep(50 * time.Millisecond)
+		r0.Lock(c1)
+		_ = proxy.TaskIsBlocked(c1, w)
+		r0.Unlock(c1)
+	}()
+	wg.Wait()
+}

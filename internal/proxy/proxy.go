@@ -31,16 +31,17 @@ type Machine interface {
 const MaxChain = 64
 
 // TaskIsBlocked is task_is_blocked(): proxy execution on and blocked_on
-// set. Read under p's blocked_lock (the kernel reads the field without
-// a lock).
+// set, read without a lock as the kernel does. The kernel's read is plain
+// (--bug blocked-on-plain-read, a data race: finding F5); the default is
+// the proposed READ_ONCE.
 func TaskIsBlocked(c *percpu.Ctx, p *task.Task) bool {
 	if !c.Proxy {
 		return false
 	}
-	p.BlockedLock.Lock(c.CPU)
-	b := p.BlockedOn(c.CPU) != nil
-	p.BlockedLock.Unlock(c.CPU)
-	return b
+	if c.Bug(bugs.BlockedOnPlainRead) {
+		return p.IsBlockedOnPlain()
+	}
+	return p.IsBlockedOnOnce()
 }
 
 type action int

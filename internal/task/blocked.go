@@ -34,7 +34,22 @@ func (p *Task) SetBlockedOn(c *percpu.Ctx, m Lock) {
 		c.Warn(check.InvMutexMisuse, p.ID, p.String(), "__set_task_blocked_on: %v blocked on %v, set to %v", p, p.blockedOn, m)
 	}
 	p.blockedOn = m
+	if v := m != nil; p.blockedOnOnce.Load() != v {
+		p.blockedOnOnce.Store(v)
+	}
 }
+
+// IsBlockedOnOnce is task_is_blocked()'s read of blocked_on with
+// READ_ONCE, for readers that hold no blocked_lock (the load balancer,
+// RT push and pull, __schedule on prev, the core balancer): finding F5's
+// fix. IsBlockedOnPlain is the reference kernel's plain read.
+func (p *Task) IsBlockedOnOnce() bool { return p.blockedOnOnce.Load() }
+
+// IsBlockedOnPlain is the reference's task_is_blocked(): a plain read of
+// blocked_on with no lock, concurrent with writers that hold only
+// blocked_lock. The race detector reports it (--bug blocked-on-plain-read,
+// finding F5).
+func (p *Task) IsBlockedOnPlain() bool { return p.blockedOn != nil }
 
 // ClearBlockedOn is __clear_task_blocked_on(p, m): p waits for nothing
 // from now on. m == nil clears whatever is set; with m given, a task
@@ -52,6 +67,7 @@ func (p *Task) ClearBlockedOn(c *percpu.Ctx, m Lock, traced bool) {
 		return
 	}
 	p.blockedOn = nil
+	p.blockedOnOnce.Store(false)
 	p.UnblockedAt = c.Now
 	if traced {
 		c.Emit(trace.EvBlockedOnClear, int32(p.ID), int32(old.ID()), 0, 0)

@@ -191,6 +191,10 @@ type Task struct {
 	// BlockedLock guards the proxy-execution fields below.
 	BlockedLock spinlock.Lock
 	blockedOn   Lock // blocked_on: protected by BlockedLock (see blocked.go for the writers)
+	// blockedOnOnce mirrors blocked_on != nil for task_is_blocked(), which
+	// reads it without a lock (finding F5's fix: READ_ONCE/WRITE_ONCE).
+	// Stored with blockedOn, under BlockedLock.
+	blockedOnOnce atomic.Bool
 	// isBlocked is is_blocked: written with the rq lock of task_cpu(p)
 	// held (try_to_block_task, ttwu_do_wakeup, find_proxy_task); read
 	// under that rq lock or by p itself. isBlockedOnce mirrors it for
