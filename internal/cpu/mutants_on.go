@@ -14,7 +14,12 @@ import (
 var mutations struct {
 	selectIgnoresMask     bool // select_task_rq ignores the affinity mask
 	unlockedRemoteEnqueue bool // ttwu enqueues on a remote runqueue without its lock
+	fptRetryForever       bool // find_proxy_task asks for a re-pick and changes nothing
 }
+
+// mutantFPTRetry: find_proxy_task's answer becomes "pick again" with
+// nothing moved, so __schedule picks the same donor for ever.
+func mutantFPTRetry() bool { return mutations.fptRetryForever }
 
 // mutantUnlockedEnqueue: enqueue on a remote runqueue without its lock.
 func mutantUnlockedEnqueue(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {

@@ -45,6 +45,23 @@ func TestMutantChildSelectIgnoresMask(t *testing.T) {
 	}
 }
 
+// TestMutantChildFPTRetry runs only as the child of
+// TestFPTRetryLivelockIsCaught.
+func TestMutantChildFPTRetry(t *testing.T) {
+	childOnly(t)
+	mutations.fptRetryForever = true
+	defer func() { mutations.fptRetryForever = false }()
+	cfg := DefaultConfig()
+	cfg.CPUs, cfg.SimTime, cfg.Seed = 4, 200_000_000, 3
+	m := newWorkloadMachine(t, cfg, "mixed", 16)
+	m.Run()
+	vs := m.Rep.Violations()
+	if len(vs) == 0 || vs[0].Invariant != check.InvFPTNoWait {
+		t.Fatalf("a find_proxy_task that never makes progress was caught as %v, want invariant 18", names(vs))
+	}
+	t.Logf("caught: %v", vs[0])
+}
+
 // TestMutantChildUnlockedEnqueue runs only as the -race child of
 // TestUnlockedRemoteEnqueueIsCaughtByRaceDetector.
 func TestMutantChildUnlockedEnqueue(t *testing.T) {

@@ -89,6 +89,15 @@ func TestUnlockedRemoteEnqueueIsCaughtByRaceDetector(t *testing.T) {
 	}
 }
 
+// A find_proxy_task that asks for a re-pick without moving anything
+// must be reported as a livelock (invariant 18).
+func TestFPTRetryLivelockIsCaught(t *testing.T) {
+	out := runMutantChild(t, "TestMutantChildFPTRetry", false)
+	if !strings.Contains(out, "--- PASS: TestMutantChildFPTRetry") {
+		t.Fatalf("the mutant child did not pass:\n%s", tail(out, 3000))
+	}
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
