@@ -53,6 +53,7 @@ const (
 	IsBlockedPlainRead              // finding F4
 	CoreschedStall                  // core scheduling v3: pick_task favours its first argument on ties
 	CoreStealDonor                  // try_steal_cookie moves a proxy-exec donor (v30 1/7)
+	SRQPullsDonor                   // SHARED_RUNQ pulls a mutex-blocked donor / rq->donor (no proxy rule)
 	NumBugs
 )
 
@@ -145,6 +146,9 @@ var Catalogue = []Bug{
 	{CoreStealDonor, 0, "core-steal-donor", Historical, "v30 (\"sched/core: Don't steal a proxy-exec donor\", July 2026)",
 		"try_steal_cookie, the forced-idle balancer, skipped only src->core_pick and src->curr: it could move src's rq->donor (a blocked donor a proxy runs for) or another mutex-blocked donor to a forced-idle CPU by a non-proxy path. The reference skips p == src->donor and task_is_blocked(p); --bug removes both skips (the v30 patch body was not read: the mechanism is inferred from its title and the reference's code). Needs --core-sched",
 		"audit: donor not queued on its rq / stale donor reference (invariants 4, 5, 16); lost blocked chains (liveness)"},
+	{SRQPullsDonor, 0, "srq-pulls-donor", Finding, "open: SHARED_RUNQ v4 (Dec 2023) predates merged proxy execution and has no such rule",
+		"SHARED_RUNQ with v3/v4 hooks links every task __enqueue_entity inserts, a mutex-blocked donor too (it stays in the tree), and its pull rechecks under task_rq_lock only queued, !task_on_cpu (v4: migration-disabled, allowed). rq->donor is off the tree but not on_cpu while its proxy runs: popped just before its CPU picked it as donor, it passes every recheck and move_queued_task takes it, leaving that CPU's rq->donor dangling; a blocked donor is moved by a non-proxy path. proxysim's rule: push skips task_is_blocked, the pull rechecks !task_is_blocked && !task_current_donor (as can_migrate_task does upstream); --bug removes both. Needs --sched-features SHARED_RUNQ",
+		"inline at __schedule entry and audit: rq->donor not queued on its runqueue (invariant 16); race detector on the donor's sched entity"},
 }
 
 // raceOnly are the entries only the race detector catches.

@@ -50,6 +50,9 @@ func (cp *CPU) tick() {
 			cp.shuffle()
 		}
 	}
+	if m.srq != nil && m.cfg.SRQ.ToggleEvery > 0 {
+		cp.srqTick()
+	}
 	if m.cfg.SignalRate > 0 {
 		cp.signalDue += m.cfg.SignalRate * float64(m.cfg.Tick) / 1e9
 		for ; cp.signalDue >= 1; cp.signalDue-- {
