@@ -44,8 +44,8 @@ type Options struct {
 	// CoreSched is --core-sched: off (""), on / 5.14, or v3; a scenario's
 	// "core_sched" applies when this is empty. NoStallFix is
 	// --sched-features NO_CORESCHED_STALL_FIX (v3 only).
-	CoreSched   string
-	NoStallFix  bool
+	CoreSched  string
+	NoStallFix bool
 	// SharedRunq is sched_feat(SHARED_RUNQ) as given: "" (not mentioned:
 	// no shared runqueue at all), "on" or "off" (built, feature clear).
 	// SRQHooks (2, 3, 4), SRQShardSize, SRQBailouts configure it;

@@ -49,4 +49,3 @@ func (p *Task) AllowedOnce(cpu int) bool {
 	}
 	return m.Has(cpu)
 }
-
