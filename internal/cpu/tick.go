@@ -30,6 +30,7 @@ func (cp *CPU) tick() {
 	}
 	c.Inc(stats.Ticks)
 	r.Lock(c)
+	cp.checkDonorHere()
 	if r.Tick(c) {
 		c.Inc(stats.Preemptions)
 	}
