@@ -119,6 +119,10 @@ func (cp *CPU) findBusiest(span []int, min int) *rq.RQ {
 // Returns true if it pulled or something arrived meanwhile.
 func (cp *CPU) newidleBalance() bool {
 	c, r := cp.c, cp.rq
+	if cp.m.cfg.NewidleCost > 0 {
+		// the balancing time is charged to nobody (after put_prev)
+		defer r.SkipUncharged(c)
+	}
 	if cp.m.srq != nil {
 		if done, pulled := cp.srqNewidle(); done {
 			return pulled

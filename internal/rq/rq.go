@@ -510,6 +510,18 @@ func (r *RQ) SetNextTask(c *percpu.Ctx) {
 	d.SE.PrevSumExec = d.SE.SumExecRuntime
 }
 
+// SkipUncharged moves the charge point to now without charging anyone:
+// time this CPU spent on newidle balancing after __schedule's
+// update_curr (the kernel's put_prev has charged prev by then), which
+// --newidle-cost makes non-zero. The rq lock must be held.
+func (r *RQ) SkipUncharged(c *percpu.Ctx) {
+	r.AssertHeld(c)
+	r.checkpoint(c, false)
+	r.UpdateClock(c)
+	r.execStart = r.Clock
+	r.checkpoint(c, true)
+}
+
 // CheckPreemptCurr is wakeup_preempt(): should p, just enqueued here,
 // preempt the donor? RT beats fair; fair by vruntime with a granularity.
 func (r *RQ) CheckPreemptCurr(c *percpu.Ctx, p *task.Task) {
