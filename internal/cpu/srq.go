@@ -371,11 +371,23 @@ func (cp *CPU) srqToggle() {
 		cfg.ForceDequeue.Store(true)
 	}
 	cfg.Enabled.Store(false)
+	cp.synchronizeSched()
 	cp.srqDrainAll(st.queues, 1)
 	if cfg.Hooks == rq.SRQHooksV4 {
 		cfg.ForceDequeue.Store(false)
 	}
 	cp.c.Inc(stats.SRQRebuilds)
+}
+
+// synchronizeSched is the toggle's synchronize_rcu(): every push, pop
+// and remove runs under an rq lock (preemption off: an RCU-sched read
+// side), so once every rq lock has been taken and released, no CPU is
+// still inside one that saw the feature on.
+func (cp *CPU) synchronizeSched() {
+	for _, r := range cp.m.rqs {
+		r.Lock(cp.c)
+		r.Unlock(cp.c)
+	}
 }
 
 // srqDrainAll is __shared_runq_drain over every shard of qs. The shard
