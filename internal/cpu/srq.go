@@ -185,7 +185,6 @@ func (cp *CPU) srqPull() int {
 		return 0
 	}
 	c.Inc(stats.SRQPullAttempts)
-	c.Now += m.cfg.NewidleCost
 	n := len(q.Shards)
 	hi := 0
 	for i, s := range q.Shards {
@@ -205,7 +204,10 @@ func (cp *CPU) srqPull() int {
 			continue
 		}
 		if s.Len() != 0 {
+			// the lockless peek saw entries: the pop takes the shard
+			// lock (an attempt's cost; the peek alone is free)
 			empty = false
+			c.Now += m.cfg.NewidleCost
 		}
 		p = rq.Pop(c, s, r.CPU, discard, pending)
 		from = s
@@ -226,6 +228,7 @@ func (cp *CPU) srqPull() int {
 	// and pinned by nothing this CPU holds.
 	cp.srqPopped = p
 	r.Unlock(c)
+	c.Now += m.cfg.NewidleCost // task_rq_lock of a remote runqueue, the move
 	p.PiLock.Lock(c.CPU)
 	src := m.taskRQLock(c, p)
 	cp.srqPopped = nil
