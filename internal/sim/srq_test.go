@@ -14,9 +14,9 @@ import (
 // charged to prev it broke invariant 20 (runtime), which this test saw.
 func TestSharedRunqRunsClean(t *testing.T) {
 	for _, hooks := range []int{rq.SRQHooksV2, rq.SRQHooksV3, rq.SRQHooksV4} {
-		for _, wl := range []string{"mixed", "tbench:clients=4"} {
+		for _, wl := range []string{"mixed", "tbench:clients=2"} {
 			o := Defaults()
-			o.CPUs, o.Workload, o.SimTime, o.Seed = 16, wl, 40*time.Millisecond, 3
+			o.CPUs, o.Workload, o.SimTime, o.Seed = 8, wl, 15*time.Millisecond, 3
 			o.Deterministic, o.Strategy = true, "time"
 			o.SharedRunq, o.SRQHooks, o.SRQBailouts = "on", hooks, rq.BailOverload|rq.BailTTWUPending|rq.BailChargeCost|rq.BailAvgIdle
 			o.NewidleCost = 2 * time.Microsecond
