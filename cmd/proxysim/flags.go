@@ -397,7 +397,7 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 		return usagef("--newidle-cost %v out of range 0-1ms", mf.o.NewidleCost)
 	}
 	if mf.o.SharedRunq == "" && mf.o.SRQToggleInterval == 0 {
-		for _, n := range []string{"shared-runq-hooks", "shared-runq-bailouts"} {
+		for _, n := range []string{"shared-runq-hooks", "shared-runq-bailouts", "shared-runq-shard-size"} {
 			if mf.set[n] {
 				return usagef("--%s needs --sched-features SHARED_RUNQ (or NO_SHARED_RUNQ)", n)
 			}
