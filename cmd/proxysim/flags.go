@@ -396,15 +396,15 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	if mf.o.NewidleCost < 0 || mf.o.NewidleCost > time.Millisecond {
 		return usagef("--newidle-cost %v out of range 0-1ms", mf.o.NewidleCost)
 	}
+	if mf.o.Bugs.Has(bugs.SRQPullsDonor) && mf.o.SharedRunq == "" {
+		mf.o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
+	}
 	if mf.o.SharedRunq == "" && mf.o.SRQToggleInterval == 0 {
 		for _, n := range []string{"shared-runq-hooks", "shared-runq-bailouts", "shared-runq-shard-size"} {
 			if mf.set[n] {
 				return usagef("--%s needs --sched-features SHARED_RUNQ (or NO_SHARED_RUNQ)", n)
 			}
 		}
-	}
-	if mf.o.Bugs.Has(bugs.SRQPullsDonor) && mf.o.SharedRunq == "" {
-		mf.o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
 	}
 	mf.o.Seed = mf.seed.value()
 	return mf.serve.finish(mf)
