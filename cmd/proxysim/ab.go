@@ -19,6 +19,7 @@ import (
 	"github.com/proxysim/proxysim/internal/ab"
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/conductor"
+	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/topology"
@@ -51,27 +52,29 @@ Flags:
 `
 
 type abFlags struct {
-	workload   string
-	cases      string
-	configs    string
-	seeds      int
-	seed       uint64
-	cpus       int
-	topology   string
-	simTime    time.Duration
-	strategy   string
-	metric     string
-	stat       string
-	format     string
-	out        string
-	plot       string
-	jobs       int
-	quiet      bool
-	calibrate  bool
-	auditEvery int
-	noSpin     bool
-	cost       ab.Cost
-	set        map[string]bool
+	workload string
+	cases    string
+	configs  string
+	// newidleCost is --newidle-cost, for every run.
+	newidleCost time.Duration
+	seeds       int
+	seed        uint64
+	cpus        int
+	topology    string
+	simTime     time.Duration
+	strategy    string
+	metric      string
+	stat        string
+	format      string
+	out         string
+	plot        string
+	jobs        int
+	quiet       bool
+	calibrate   bool
+	auditEvery  int
+	noSpin      bool
+	cost        ab.Cost
+	set         map[string]bool
 }
 
 // abConfig is one column of the table: a proxy-execution level and bugs.
@@ -79,6 +82,10 @@ type abConfig struct {
 	name  string
 	level string
 	bugs  bugs.Set
+	// feats are sched features (SHARED_RUNQ, NO_SHARED_RUNQ, ...) and
+	// srq the shared_runq knobs (hooks=, bail=) of the config.
+	feats []string
+	srq   []string
 }
 
 func parseABConfigs(s string) ([]abConfig, error) {
@@ -97,8 +104,27 @@ func parseABConfigs(s string) ([]abConfig, error) {
 		}
 		c.level = o.ProxyLevel()
 		var names []string
+		var probe sim.Options
 		for _, b := range fields[1:] {
-			names = append(names, strings.TrimSpace(b))
+			b = strings.TrimSpace(b)
+			switch {
+			case b != "" && strings.ToUpper(b) == b:
+				// a sched feature by its kernel name
+				if err := setSchedFeature(&probe, b); err != nil {
+					return nil, fmt.Errorf("config %q: %v", part, err)
+				}
+				c.feats = append(c.feats, b)
+			case strings.HasPrefix(b, "hooks=") || strings.HasPrefix(b, "bail="):
+				if err := applySRQKnob(&probe, b); err != nil {
+					return nil, fmt.Errorf("config %q: %v", part, err)
+				}
+				c.srq = append(c.srq, b)
+			default:
+				names = append(names, b)
+			}
+		}
+		if len(c.srq) > 0 && probe.SharedRunq == "" {
+			return nil, fmt.Errorf("config %q: hooks= and bail= need SHARED_RUNQ or NO_SHARED_RUNQ", part)
 		}
 		bs, err := bugs.Parse(names)
 		if err != nil {
@@ -159,7 +185,8 @@ func cmdAB(args []string, stdout, stderr io.Writer) (int, error) {
 	def := ab.DefaultCost()
 	fs.StringVar(&f.workload, "workload", "hackbench", "benchmark and parameters but the case's: hackbench, tbench, netperf, schbench (e.g. hackbench:loops=20)")
 	fs.StringVar(&f.cases, "cases", "", "comma-separated values of the benchmark's case parameter (groups, clients, workers); default 1,2,4,8,16 (tbench, netperf: up to 64)")
-	fs.StringVar(&f.configs, "configs", "off;single-rq;full", "';'-separated configs, the first the baseline: LEVEL[+BUG...] with LEVEL off|single-rq|full")
+	fs.StringVar(&f.configs, "configs", "off;single-rq;full", "';'-separated configs, the first the baseline: LEVEL[+BUG...][+FEATURE...][+hooks=v2|v3|v4][+bail=NAME,...] with LEVEL off|single-rq|full, FEATURE a sched feature (SHARED_RUNQ, NO_SHARED_RUNQ), hooks and bail the shared_runq knobs")
+	fs.DurationVar(&f.newidleCost, "newidle-cost", 0, "virtual time one newidle balance attempt (a domain, or a shared_runq pull) costs, in every run (0: free)")
 	fs.IntVar(&f.seeds, "seeds", 5, "seeds per case and config (1-1000)")
 	fs.Uint64Var(&f.seed, "seed", 1, "first seed")
 	fs.IntVar(&f.cpus, "cpus", 32, "simulated CPUs (1-1024)")
@@ -370,7 +397,8 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 		names = append(names, c.name)
 	}
 	spec = ab.Spec{Workload: f.workload, Bench: name, Primary: primary, CPUs: f.cpus, Topology: f.topology, SimTimeNs: int64(f.simTime),
-		Strategy: f.strategy, Cases: cases, Configs: names, Seeds: f.seeds, FirstSeed: f.seed, NoOptimisticSpin: f.noSpin}
+		Strategy: f.strategy, Cases: cases, Configs: names, Seeds: f.seeds, FirstSeed: f.seed, NoOptimisticSpin: f.noSpin,
+		NewidleCostNs: int64(f.newidleCost)}
 	return spec, cfgs, m, stat, nil
 }
 
@@ -461,6 +489,13 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 			o.SetProxyLevel(c.level)
 			o.Bugs = c.bugs
 			o.NoOptimisticSpin = spec.NoOptimisticSpin
+			o.NewidleCost = time.Duration(spec.NewidleCostNs)
+			for _, n := range c.feats {
+				_ = setSchedFeature(&o, n) // checked by parseABConfigs
+			}
+			for _, k := range c.srq {
+				_ = applySRQKnob(&o, k)
+			}
 			sc, err := workload.Benchmark(o.Workload)
 			if err != nil {
 				return err
@@ -559,4 +594,24 @@ func calibrate(stdout, stderr io.Writer) (int, error) {
 	fmt.Fprintf(stdout, "flags: --cost-switch %.0f --cost-migration %.0f --cost-ipi %.0f --cost-lock %.0f --cost-lock-contended %.0f --cost-juggle %.0f --cost-fpt-step %.0f\n",
 		c.ContextSwitch, c.Migration, c.IPI, c.LockAcquire, c.LockContended, c.JuggleRetry, c.FPTStep)
 	return exitOK, nil
+}
+
+// applySRQKnob sets a config's shared_runq knob: hooks=v2|v3|v4 or
+// bail=NAME[,NAME...].
+func applySRQKnob(o *sim.Options, k string) error {
+	if v, ok := strings.CutPrefix(k, "hooks="); ok {
+		n, err := parseSRQHooks(v)
+		if err != nil {
+			return fmt.Errorf("hooks: %v", err)
+		}
+		o.SRQHooks = n
+		return nil
+	}
+	v, _ := strings.CutPrefix(k, "bail=")
+	b, err := rq.ParseBailouts(strings.Split(v, ","))
+	if err != nil {
+		return err
+	}
+	o.SRQBailouts = b
+	return nil
 }

@@ -22,6 +22,8 @@ var findings = []struct {
 	// switches spinning off. The 256-CPU hunt catches F1 with it on.
 	{"early-activation", "205329377607709", "no-stranded-waiter", []string{"--optimistic-spin", "off"}},
 	{"proxy-keeps-donor", "115309719035642", "curr-donor", nil},
+	// F6 (SHARED_RUNQ): the fixed form runs the shared runqueue too.
+	{"srq-pulls-donor", "7", "no-stale-rq-ref", []string{"--sched-features", "SHARED_RUNQ"}},
 }
 
 func TestFindingsReproduce(t *testing.T) {

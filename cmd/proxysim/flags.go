@@ -13,6 +13,7 @@ import (
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/conductor"
 	"github.com/proxysim/proxysim/internal/cpu"
+	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/topology"
@@ -111,23 +112,95 @@ func (f coreSchedFlag) IsBoolFlag() bool { return true }
 type schedFeatures struct{ o *sim.Options }
 
 func (f schedFeatures) String() string {
-	if f.o != nil && f.o.NoStallFix {
-		return "NO_CORESCHED_STALL_FIX"
+	if f.o == nil {
+		return "CORESCHED_STALL_FIX"
 	}
-	return "CORESCHED_STALL_FIX"
+	s := "CORESCHED_STALL_FIX"
+	if f.o.NoStallFix {
+		s = "NO_CORESCHED_STALL_FIX"
+	}
+	switch f.o.SharedRunq {
+	case "on":
+		s += ",SHARED_RUNQ"
+	case "off":
+		s += ",NO_SHARED_RUNQ"
+	}
+	return s
 }
 
 func (f schedFeatures) Set(s string) error {
 	for _, n := range strings.Split(s, ",") {
-		switch strings.TrimSpace(n) {
-		case "CORESCHED_STALL_FIX":
-			f.o.NoStallFix = false
-		case "NO_CORESCHED_STALL_FIX":
-			f.o.NoStallFix = true
-		default:
-			return fmt.Errorf("unknown sched feature %q (known: CORESCHED_STALL_FIX, NO_ to clear)", n)
+		if err := setSchedFeature(f.o, strings.TrimSpace(n)); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// setSchedFeature sets one sched feature by its kernel name (NO_ clears).
+func setSchedFeature(o *sim.Options, n string) error {
+	switch n {
+	case "CORESCHED_STALL_FIX":
+		o.NoStallFix = false
+	case "NO_CORESCHED_STALL_FIX":
+		o.NoStallFix = true
+	case "SHARED_RUNQ":
+		o.SharedRunq = "on"
+	case "NO_SHARED_RUNQ":
+		o.SharedRunq = "off"
+	default:
+		return fmt.Errorf("unknown sched feature %q (known: CORESCHED_STALL_FIX, SHARED_RUNQ; NO_ to clear)", n)
+	}
+	return nil
+}
+
+// srqHooksFlag is --shared-runq-hooks: v2, v3 or v4.
+type srqHooksFlag struct{ v *int }
+
+func (f srqHooksFlag) String() string {
+	if f.v == nil || *f.v == 0 {
+		return "v3"
+	}
+	return fmt.Sprintf("v%d", *f.v)
+}
+
+func (f srqHooksFlag) Set(s string) error {
+	n, err := parseSRQHooks(s)
+	if err != nil {
+		return err
+	}
+	*f.v = n
+	return nil
+}
+
+func parseSRQHooks(s string) (int, error) {
+	switch s {
+	case "v2":
+		return rq.SRQHooksV2, nil
+	case "v3":
+		return rq.SRQHooksV3, nil
+	case "v4":
+		return rq.SRQHooksV4, nil
+	}
+	return 0, fmt.Errorf("want v2, v3 or v4, not %q", s)
+}
+
+// srqBailoutsFlag is --shared-runq-bailouts: names, comma-separated.
+type srqBailoutsFlag struct{ v *rq.SRQBailout }
+
+func (f srqBailoutsFlag) String() string {
+	if f.v == nil {
+		return "none"
+	}
+	return f.v.String()
+}
+
+func (f srqBailoutsFlag) Set(s string) error {
+	b, err := rq.ParseBailouts(strings.Split(s, ","))
+	if err != nil {
+		return err
+	}
+	*f.v = b
 	return nil
 }
 
@@ -221,7 +294,11 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.Var(proxyLevel{&mf.o}, "proxy-exec", "proxy execution off|single-rq|full (on = full): off is the sched_proxy_exec boot argument off, single-rq upstream's same-runqueue proxying (proxy_deactivate otherwise), full the whole series")
 	fs.Var(onOff{&mf.o.SleepingOwners}, "sleeping-owners", "full-series sleeping-owner parking on|off (off: proxy_deactivate)")
 	fs.Var(coreSchedFlag{&mf.o.CoreSched}, "core-sched", "core scheduling on SMT siblings: --core-sched (the merged 5.14 core-wide pick, the reference's proxy hooks), --core-sched=v3 (RFC v3's pick_task), =off (default); untagged workloads get cookies by group")
-	fs.Var(schedFeatures{&mf.o}, "sched-features", "sched features by the kernel's names, comma-separated, NO_ to clear: CORESCHED_STALL_FIX (default on; read by --core-sched=v3)")
+	fs.Var(schedFeatures{&mf.o}, "sched-features", "sched features by the kernel's names, comma-separated, NO_ to clear: CORESCHED_STALL_FIX (default on; read by --core-sched=v3), SHARED_RUNQ (default off: David Vernet's shared per-LLC runqueue; NO_SHARED_RUNQ builds it with the feature clear)")
+	fs.IntVar(&mf.o.SRQShardSize, "shared-runq-shard-size", cpu.DefaultSRQShardSize, "SHARED_RUNQ: CPUs per shard of an LLC's shared runqueue (SHARED_RUNQ_SHARD_SZ, v3: 6)")
+	fs.Var(srqHooksFlag{&mf.o.SRQHooks}, "shared-runq-hooks", "SHARED_RUNQ hook placement: v2 (push on wakeup, remove when picked), v3 (__enqueue_entity / __dequeue_entity, pull first in newidle), v4 (v3's plus v4's rechecks, rd->overload and ttwu_pending tests, <= LLC domains skipped)")
+	fs.Var(srqBailoutsFlag{&mf.o.SRQBailouts}, "shared-runq-bailouts", "SHARED_RUNQ bailouts of Prateek's diff, comma-separated: overload, avg-idle, shard-overload, ttwu-pending, discard-head, charge-cost, skip-llc (or none, all)")
+	fs.DurationVar(&mf.o.NewidleCost, "newidle-cost", 0, "virtual time one newidle balance attempt (a domain, or a shared_runq pull) costs the idle CPU (0: free)")
 	fs.Var(offOn{&mf.o.NoOptimisticSpin}, "optimistic-spin", "mutex optimistic spinning on|off (mutex_optimistic_spin: spin while the owner runs; off: CONFIG_MUTEX_SPIN_ON_OWNER=n)")
 	fs.Var(listFlag{&mf.bugNames}, "bug", "switch a catalogued bug back on (repeatable; see 'proxysim bugs')")
 	fs.DurationVar(&mf.o.Tick, "tick", def.Tick, "virtual scheduler tick")
@@ -312,6 +389,22 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	mf.o.Bugs = b
 	if b != 0 && !mf.o.Proxy {
 		return usagef("--bug needs --proxy-exec on: every catalogued bug lives in proxy-execution code")
+	}
+	if mf.o.SRQShardSize < 1 || mf.o.SRQShardSize > task.MaxCPUs {
+		return usagef("--shared-runq-shard-size %d out of range 1-%d", mf.o.SRQShardSize, task.MaxCPUs)
+	}
+	if mf.o.NewidleCost < 0 || mf.o.NewidleCost > time.Millisecond {
+		return usagef("--newidle-cost %v out of range 0-1ms", mf.o.NewidleCost)
+	}
+	if mf.o.Bugs.Has(bugs.SRQPullsDonor) && mf.o.SharedRunq == "" {
+		mf.o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
+	}
+	if mf.o.SharedRunq == "" && mf.o.SRQToggleInterval == 0 {
+		for _, n := range []string{"shared-runq-hooks", "shared-runq-bailouts", "shared-runq-shard-size"} {
+			if mf.set[n] {
+				return usagef("--%s needs --sched-features SHARED_RUNQ (or NO_SHARED_RUNQ)", n)
+			}
+		}
 	}
 	mf.o.Seed = mf.seed.value()
 	return mf.serve.finish(mf)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -120,6 +121,10 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 		for seed := 1; seed <= *seeds; seed++ {
 			o := sf.o
 			o.Seed = uint64(seed)
+			if len(only) > 0 && slices.Contains(names, "srq-pulls-donor") && o.SharedRunq == "" {
+				// the control of a SHARED_RUNQ hunt runs SHARED_RUNQ too
+				o.SharedRunq = "on"
+			}
 			r, err := sim.Hunt(o, *control)
 			if err != nil {
 				return 0, err

@@ -31,13 +31,17 @@ type Spec struct {
 	// (--optimistic-spin off); with it on, waiters that can spin rarely
 	// block, and proxy execution has little to do.
 	NoOptimisticSpin bool `json:"no_optimistic_spin,omitempty"`
+	// NewidleCostNs is --newidle-cost: the virtual time each newidle
+	// balance attempt cost in every run.
+	NewidleCostNs int64 `json:"newidle_cost_ns,omitempty"`
 }
 
 // Same says whether a result computed under o is valid under s (the
 // cases, configs and seeds may differ: a result is keyed by them).
 func (s Spec) Same(o Spec) bool {
 	return s.Workload == o.Workload && s.CPUs == o.CPUs && s.Topology == o.Topology &&
-		s.SimTimeNs == o.SimTimeNs && s.Strategy == o.Strategy && s.NoOptimisticSpin == o.NoOptimisticSpin
+		s.SimTimeNs == o.SimTimeNs && s.Strategy == o.Strategy && s.NoOptimisticSpin == o.NoOptimisticSpin &&
+		s.NewidleCostNs == o.NewidleCostNs
 }
 
 // Job is one run of the matrix.

@@ -140,6 +140,9 @@ func (t *Table) WriteText(w io.Writer) error {
 	if s.NoOptimisticSpin {
 		spin = ", no optimistic spinning"
 	}
+	if s.NewidleCostNs > 0 {
+		spin += ", newidle attempt " + fmtDur(s.NewidleCostNs)
+	}
 	fmt.Fprintf(w, "Test : %s (proxysim %s, %d CPUs %s, %d seeds from %d, virtual %s, strategy %s%s)\n", s.Bench, s.Workload, s.CPUs, s.Topology, s.Seeds, s.FirstSeed, fmtDur(s.SimTimeNs), s.Strategy, spin)
 	fmt.Fprintf(w, "Units : %s\n", t.Metric.Units)
 	fmt.Fprintf(w, "Interpretation: %s\n", interp)

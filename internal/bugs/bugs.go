@@ -54,6 +54,7 @@ const (
 	CoreschedStall                  // core scheduling v3: pick_task favours its first argument on ties
 	CoreStealDonor                  // try_steal_cookie moves a proxy-exec donor (v30 1/7)
 	BlockedOnPlainRead              // finding F5
+	SRQPullsDonor                   // finding F6: SHARED_RUNQ pulls a mutex-blocked donor / rq->donor (no proxy rule)
 	NumBugs
 )
 
@@ -149,6 +150,9 @@ var Catalogue = []Bug{
 	{BlockedOnPlainRead, 0, "blocked-on-plain-read", Finding, "open@014c4be7",
 		"task_is_blocked() reads p->blocked_on with no lock, from other CPUs (can_migrate_task, the RT pushable tests, try_steal_cookie, holding only a runqueue's lock) and from __schedule on prev, while the mutex code writes it holding only p's blocked_lock (__set_task_blocked_on in the slow path; __clear_task_blocked_on in the unlocker's hand-off, a wake-up of current, proxy_needs_return, find_proxy_task): a plain concurrent read and write (KCSAN's data race). The callers re-check under their locks or tolerate either answer; the fix is READ_ONCE/WRITE_ONCE (or data_race() with a comment)",
 		"race detector only (build with -race): DATA RACE between TaskIsBlocked and SetBlockedOn or ClearBlockedOn"},
+	{SRQPullsDonor, 0, "srq-pulls-donor", Finding, "open@014c4be7 + SHARED_RUNQ v4 (Dec 2023, never merged; predates merged proxy execution, has no such rule)",
+		"SHARED_RUNQ with v3/v4 hooks links every task __enqueue_entity inserts, a mutex-blocked donor too (it stays in the tree), and its pull rechecks under task_rq_lock only queued, !task_on_cpu (v4: migration-disabled, allowed). rq->donor is off the tree but not on_cpu while its proxy runs: popped just before its CPU picked it as donor, it passes every recheck and move_queued_task takes it, leaving that CPU's rq->donor dangling; a blocked donor is moved by a non-proxy path. proxysim's rule: push skips task_is_blocked, the pull rechecks !task_is_blocked && !task_current_donor (as can_migrate_task does upstream); --bug removes both. Needs --sched-features SHARED_RUNQ",
+		"inline at __schedule entry and audit: rq->donor not queued on its runqueue (invariant 16); race detector on the donor's sched entity"},
 }
 
 // raceOnly are the entries only the race detector catches.

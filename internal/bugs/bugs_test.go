@@ -17,7 +17,10 @@ func TestKinds(t *testing.T) {
 			}
 		case Finding:
 			findings++
-			if !strings.HasPrefix(b.FixedIn, "open@") || !strings.Contains(Reference, strings.TrimPrefix(b.FixedIn, "open@")) {
+			// "open@REF", or "open@REF + SERIES" for a hole in a series
+			// (never merged) as it would run on the reference
+			ref, _, _ := strings.Cut(strings.TrimPrefix(b.FixedIn, "open@"), " + ")
+			if !strings.HasPrefix(b.FixedIn, "open@") || !strings.Contains(Reference, ref) {
 				t.Errorf("%s: finding not marked open in the reference %s (%q)", b.Name, Reference, b.FixedIn)
 			}
 		default:

@@ -31,6 +31,7 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	}
 	p.CPUsMask = mask
 	p.NrCPUsAllowed = mask.Weight()
+	p.PublishMask()
 	c.Emit(trace.EvAffinity, int32(p.ID), int32(mask.Next(0)), int32(p.NrCPUsAllowed), 0)
 	dest := mask.Next(p.CPU())
 	if dest < 0 {
@@ -79,6 +80,12 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 // held, dequeue p (MIGRATING), point it at dest, drop src, enqueue on
 // dest. Returns with no rq lock held.
 func (m *Machine) moveQueuedTask(c *percpu.Ctx, src *rq.RQ, p *task.Task, dest int, why trace.MigrateReason) {
+	m.moveQueuedTaskLocked(c, src, p, dest, why).Unlock(c)
+}
+
+// moveQueuedTaskLocked is move_queued_task() as the kernel returns from
+// it: with dest's rq lock held (and src's dropped).
+func (m *Machine) moveQueuedTaskLocked(c *percpu.Ctx, src *rq.RQ, p *task.Task, dest int, why trace.MigrateReason) *rq.RQ {
 	src.DeactivateTask(c, p, rq.DequeueMigrating)
 	rq.SetTaskCPU(c, p, dest, false, why)
 	src.Unlock(c)
@@ -86,7 +93,7 @@ func (m *Machine) moveQueuedTask(c *percpu.Ctx, src *rq.RQ, p *task.Task, dest i
 	dr.Lock(c)
 	dr.ActivateTask(c, p, rq.EnqueueMigrated)
 	dr.CheckPreemptCurr(c, p)
-	dr.Unlock(c)
+	return dr
 }
 
 // migrationStop is migration_cpu_stop(): the stopper thread, the highest

@@ -3,9 +3,12 @@
 package cpu
 
 import (
+	"fmt"
+
 	"github.com/proxysim/proxysim/internal/audit"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/task"
 )
 
 // audit runs the stop-the-world invariant checks. Every CPU is parked at
@@ -19,6 +22,21 @@ func (m *Machine) audit(horizon int64) {
 		})
 	if m.cfg.CoreSched != CoreOff {
 		m.auditCore(horizon)
+	}
+	if m.srq != nil {
+		m.auditSRQ(func(inv check.Invariant, cpu int, p *task.Task, msg string) {
+			v := check.Violation{Invariant: inv, CPU: cpu, Time: horizon, Message: msg, Seq: m.Log.Seq()}
+			if p != nil {
+				v.Task, v.TaskName = p.ID, p.String()
+			}
+			m.Rep.Report(v)
+		})
+		for cpu, r := range m.rqs {
+			if d := r.PeekDonor(); d != r.Idle && d.CPU() != cpu {
+				m.Rep.Report(check.Violation{Invariant: check.InvNoStaleRef, CPU: cpu, Time: horizon, Task: d.ID, TaskName: d.String(), Seq: m.Log.Seq(),
+					Message: fmt.Sprintf("cpu%d's rq->donor %v is on cpu%d (dangling donor)", cpu, d, d.CPU())})
+			}
+		}
 	}
 	m.checkLiveness(horizon)
 }

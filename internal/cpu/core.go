@@ -23,6 +23,7 @@ import (
 func (cp *CPU) schedule(preempt bool) {
 	c, r, m := cp.c, cp.rq, cp.m
 	r.Lock(c)
+	cp.checkDonorHere()
 	r.UpdateCurr(c)
 	prev := r.Curr()
 	if !preempt && prev != r.Idle {

@@ -119,7 +119,25 @@ func (cp *CPU) findBusiest(span []int, min int) *rq.RQ {
 // Returns true if it pulled or something arrived meanwhile.
 func (cp *CPU) newidleBalance() bool {
 	c, r := cp.c, cp.rq
-	for _, span := range cp.m.spans(cp.id) {
+	if cp.m.cfg.NewidleCost > 0 {
+		// the balancing time is charged to nobody (after put_prev)
+		defer r.SkipUncharged(c)
+	}
+	if cp.m.srq != nil {
+		if done, pulled := cp.srqNewidle(); done {
+			return pulled
+		}
+		defer func() {
+			if r.NrRunning() > 0 {
+				r.IdleStamp = 0
+			}
+		}()
+	}
+	for i, span := range cp.m.spans(cp.id) {
+		if cp.srqSkipSpan(i) {
+			continue
+		}
+		c.Now += cp.m.cfg.NewidleCost
 		busiest := cp.findBusiest(span, 2)
 		if busiest == nil {
 			continue
@@ -164,6 +182,19 @@ func (cp *CPU) idleBalance() {
 func (cp *CPU) periodicBalance(nr int) {
 	c, r, m := cp.c, cp.rq, cp.m
 	spans := m.spans(cp.id)
+	if m.srq != nil && cp.id == 0 {
+		// The top domain's balance recomputes rd->overload
+		// (update_sd_lb_stats: set_rd_overloaded(rd, sg_overloaded));
+		// the first CPU stands for that domain's balancing CPU.
+		over := false
+		for _, o := range m.rqs {
+			if o.NrRunning() >= 2 {
+				over = true
+				break
+			}
+		}
+		m.srq.cfg.Overload.Store(over)
+	}
 	for _, span := range spans {
 		busiest := cp.findBusiest(span, nr+2)
 		if busiest == nil {

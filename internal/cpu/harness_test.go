@@ -21,6 +21,7 @@ import (
 
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/topology"
@@ -61,8 +62,8 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 	}()
 	if in := h.intr; in != nil && d.Cmd != "interrupt" {
 		defer func() {
-			if h.intr == in {
-				t.Fatalf("%s: the interrupt armed before this command did not fire", d.Pos)
+			if h.intr != nil {
+				t.Fatalf("%s: an interrupt armed before this command did not fire", d.Pos)
 			}
 		}()
 	}
@@ -127,6 +128,8 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		return ""
 	case "state":
 		return h.state()
+	case "shards":
+		return h.shards()
 	case "audit":
 		h.m.Audit()
 		return h.violations()
@@ -166,6 +169,26 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 				t.Fatal(err)
 			}
 			cfg.Topology = tp
+		case "srq":
+			// srq=on|off: SHARED_RUNQ built, the feature set or clear
+			if cfg.SRQ == nil {
+				cfg.SRQ = &SRQOptions{}
+			}
+			cfg.SRQ.Enabled = a.Vals[0] == "on"
+		case "srq-hooks":
+			if cfg.SRQ == nil {
+				cfg.SRQ = &SRQOptions{Enabled: true}
+			}
+			cfg.SRQ.Hooks, _ = strconv.Atoi(strings.TrimPrefix(a.Vals[0], "v"))
+		case "srq-bailouts":
+			if cfg.SRQ == nil {
+				cfg.SRQ = &SRQOptions{Enabled: true}
+			}
+			b, err := rq.ParseBailouts(a.Vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.SRQ.Bailouts = b
 		case "bug":
 			s, err := bugs.Parse(a.Vals)
 			if err != nil {
@@ -396,6 +419,13 @@ func (h *harness) format(e trace.Event) string {
 		return fmt.Sprintf("%s VIOLATION invariant %d (%s)", pre, e.A, check.Invariant(e.A).Name())
 	case trace.EvCorePick:
 		return fmt.Sprintf("%s core pick: %s here, core cookie %d, %d forced idle", pre, n(e.Task), e.A, e.B)
+	case trace.EvSRQPop:
+		return fmt.Sprintf("%s shared_runq pop %s (shard %d, on cpu%d)", pre, n(e.Task), e.A, e.B)
+	case trace.EvSRQRecheck:
+		why := [...]string{"dequeued", "on_cpu", "not allowed", "task_is_blocked", "rq->donor"}[e.A]
+		return fmt.Sprintf("%s shared_runq recheck of %s on cpu%d fails: %s", pre, n(e.Task), e.B, why)
+	case trace.EvSRQDrain:
+		return fmt.Sprintf("%s shared_runq drain LLC %d: %d unlinked", pre, e.A, e.B)
 	case trace.EvCookie:
 		return fmt.Sprintf("%s %s cookie %d", pre, n(e.Task), e.A)
 	}
@@ -464,10 +494,31 @@ func (h *harness) state() string {
 	return b.String()
 }
 
+// shards prints every shared_runq shard's list, head first.
+func (h *harness) shards() string {
+	var b strings.Builder
+	if h.m.srq == nil {
+		return "no shared runqueue\n"
+	}
+	fmt.Fprintf(&b, "SHARED_RUNQ enabled=%v\n", h.m.srq.cfg.Enabled.Load())
+	for _, q := range h.m.srq.queues {
+		for _, s := range q.Shards {
+			var names []string
+			for _, p := range s.Peek() {
+				names = append(names, p.Name)
+			}
+			fmt.Fprintf(&b, "llc%d shard %d: [%s]\n", q.LLC, s.ID(), strings.Join(names, " "))
+		}
+	}
+	return b.String()
+}
+
 // interrupt is armed by `interrupt cpu=N task=X when=migrating|waking|unlocking
 // run=M [steps=K]` and fires during the next command: the first time CPU
 // N passes a lock-release yield point while X is on_rq MIGRATING (when=
-// migrating) or woken (when=waking: is_blocked with blocked_on cleared),
+// migrating), woken (when=waking: is_blocked with blocked_on cleared) or
+// popped off a shared_runq shard by CPU N and not yet rechecked under
+// task_rq_lock (when=popped),
 // or a lock-acquire point inside X's mutex_unlock before wait_lock (when=
 // unlocking: X let go of a mutex whose owner word still names it), holding no lock but pi_locks, CPU
 // M takes K turns of its loop right there, as it could concurrently, and
@@ -479,18 +530,29 @@ type interrupt struct {
 	cpu, run, steps int
 	p               *task.Task
 	when            string
+	// next is armed once this one has fired (consecutive interrupt
+	// commands chain: the second fires later in the same command).
+	next *interrupt
 }
 
 func (h *harness) armInterrupt(t *testing.T, d *datadriven.TestData) string {
 	in := &interrupt{cpu: h.intArg(t, d, "cpu", 0), run: h.intArg(t, d, "run", 0), steps: h.intArg(t, d, "steps", 1), p: h.taskArg(t, d, "task")}
 	d.ScanArgs(t, "when", &in.when)
-	if in.when != "migrating" && in.when != "waking" && in.when != "unlocking" {
-		t.Fatalf("%s: interrupt when=%q: want migrating, waking or unlocking", d.Pos, in.when)
+	if in.when != "migrating" && in.when != "waking" && in.when != "unlocking" && in.when != "popped" {
+		t.Fatalf("%s: interrupt when=%q: want migrating, waking, unlocking or popped", d.Pos, in.when)
 	}
 	if in.cpu == in.run || in.run < 0 || in.run >= h.m.NumCPUs() {
 		t.Fatalf("%s: interrupt run=%d: want another CPU of the machine", d.Pos, in.run)
 	}
-	h.intr = in
+	if h.intr == nil {
+		h.intr = in
+		return ""
+	}
+	last := h.intr
+	for last.next != nil {
+		last = last.next
+	}
+	last.next = in
 	return ""
 }
 
@@ -511,7 +573,7 @@ func (k harnessHooks) Yield(c *spinlock.CPU, pt spinlock.Point) {
 	if in == nil || h.nested || pt != want || c.ID != in.cpu || !h.interruptDue(c, in) {
 		return
 	}
-	h.intr = nil
+	h.intr = in.next
 	h.out.WriteString(h.events())
 	held := c.HeldLocks()
 	if held == "" {
@@ -549,6 +611,10 @@ func (h *harness) interruptDue(c *spinlock.CPU, in *interrupt) bool {
 	case "waking":
 		m, isb, _ := in.p.Peek()
 		return m == nil && isb
+	case "popped":
+		// a shared_runq pull has popped X and dropped its rq lock, not
+		// yet in task_rq_lock(X)
+		return h.m.cpus[in.cpu].srqPopped == in.p
 	case "unlocking":
 		// inside mutex_unlock's slow path, before wait_lock: the program
 		// has let go of a mutex whose owner word still names the task

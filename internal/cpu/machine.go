@@ -79,6 +79,13 @@ type Config struct {
 	// CoreStarveBound is how long (virtual ns) an untagged runnable task
 	// may wait on a forced-idle CPU (invariant 45; 0: off).
 	CoreStarveBound int64
+	// SRQ configures SHARED_RUNQ (nil: the machine has no shared
+	// runqueue at all, as without the series).
+	SRQ *SRQOptions
+	// NewidleCost is the virtual time one newidle balance attempt costs
+	// the idle CPU (a domain's find_busiest_queue and pull, or a
+	// shared_runq pull); 0: free, as the model always had it.
+	NewidleCost int64
 	// Live configures the liveness checks run at each audit (lost
 	// hand-offs, wait ages, lost wake-ups, run-scaled progress, livelock);
 	// the zero value switches them off.
@@ -118,6 +125,7 @@ type Machine struct {
 	rto       atomic.Int32         // runqueues with two or more RT tasks
 	rtoMask   rq.OverloadMask      // which runqueues those are (rto_mask)
 	live      *audit.Liveness      // the liveness checks' memory (audits only)
+	srq       *srqState            // SHARED_RUNQ, nil unless configured
 	stopReq   chan struct{}
 	stopping  atomic.Bool
 	stopWhy   atomic.Pointer[string]
@@ -218,6 +226,16 @@ func New(cfg Config) (*Machine, error) {
 	if cfg.CoreSched != CoreOff {
 		m.enableCoreSched()
 	}
+	if cfg.SRQ != nil {
+		o := *cfg.SRQ
+		if o.ShardSize < 1 {
+			o.ShardSize = DefaultSRQShardSize
+		}
+		if o.Hooks != rq.SRQHooksV2 && o.Hooks != rq.SRQHooksV4 {
+			o.Hooks = rq.SRQHooksV3
+		}
+		m.enableSRQ(o)
+	}
 	m.bar.init(m)
 	return m, nil
 }
@@ -293,6 +311,7 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	p.CoreCookie = s.Cookie
 	p.CPUsMask = s.Mask
 	p.NrCPUsAllowed = s.Mask.Weight()
+	p.PublishMask()
 	switch s.Policy {
 	case task.FIFO, task.RR:
 		p.SetRT(s.Policy, s.Prio)

@@ -57,6 +57,11 @@ type CPU struct {
 	nextTick     int64
 	lastBalance  int64
 	shuffleTicks int64
+	// srqTicks counts ticks towards the next SHARED_RUNQ toggle; srqPopped
+	// is the task a shared_runq pull has popped and not yet rechecked
+	// under task_rq_lock (scenario interrupts look at it).
+	srqTicks  int64
+	srqPopped *task.Task
 	// signalDue and spuriousDue accumulate the stress injectors' rates
 	// per tick; one event fires per whole unit.
 	signalDue, spuriousDue float64

@@ -30,6 +30,7 @@ func (cp *CPU) tick() {
 	}
 	c.Inc(stats.Ticks)
 	r.Lock(c)
+	cp.checkDonorHere()
 	if r.Tick(c) {
 		c.Inc(stats.Preemptions)
 	}
@@ -49,6 +50,9 @@ func (cp *CPU) tick() {
 			cp.shuffleTicks = 0
 			cp.shuffle()
 		}
+	}
+	if m.srq != nil && m.cfg.SRQ.ToggleEvery > 0 {
+		cp.srqTick()
 	}
 	if m.cfg.SignalRate > 0 {
 		cp.signalDue += m.cfg.SignalRate * float64(m.cfg.Tick) / 1e9

@@ -95,6 +95,22 @@ type RQ struct {
 	// Core is the core-scheduling state (core.go); its Leader is nil
 	// when core scheduling is off.
 	Core CoreState
+
+	// SRQCfg is the SHARED_RUNQ state shared by every runqueue, nil
+	// unless the machine was built with it (srq.go). Set before start.
+	SRQCfg *SRQConfig
+	// srq and shard are cfs_rq->shared_runq and cfs_rq->shard: written
+	// under this rq lock by a domain rebuild, read under it.
+	srq   *SharedRunq
+	shard *Shard
+	// IdleStamp, AvgIdle and MaxNewidleLBCost are rq->idle_stamp,
+	// rq->avg_idle and (one per runqueue here, per domain in the
+	// kernel) sd->max_newidle_lb_cost, with LBCostDecay the time of its
+	// last decay. Kept only with SRQCfg set. Guarded by the rq lock.
+	IdleStamp        int64
+	AvgIdle          int64
+	MaxNewidleLBCost int64
+	LBCostDecay      int64
 }
 
 // New returns the runqueue of cpu with its idle task.
@@ -166,8 +182,25 @@ func (r *RQ) Donor(c *percpu.Ctx) *task.Task {
 func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
 	r.checkpoint(c, false)
+	prev := r.donor
 	r.donor = p
+	if r.SRQCfg != nil && prev != p {
+		r.srqSwitchDonor(c, prev, p)
+	}
 	r.checkpoint(c, true)
+}
+
+// srqSwitchDonor runs the shared_runq hooks of put_prev_entity and
+// set_next_entity: the old donor, still queued here, goes back into the
+// tree (__enqueue_entity: pushed, v3/v4); the new one leaves it
+// (__dequeue_entity; v2: "removed when picked").
+func (r *RQ) srqSwitchDonor(c *percpu.Ctx, prev, next *task.Task) {
+	if r.SRQCfg.Hooks != SRQHooksV2 && prev != r.Idle && !prev.SE.Policy.RT() && prev.SE.Queued && prev.SE.QueueCPU == r.CPU {
+		r.srqPush(c, prev)
+	}
+	if next != r.Idle && !next.SE.Policy.RT() {
+		r.srqRemove(c, next)
+	}
 }
 
 // NrRT returns the number of queued RT tasks (READ_ONCE).
@@ -260,9 +293,12 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 		}
 		r.fair = append(r.fair, p)
 	}
-	r.nrRunning.Add(1)
+	nr := r.nrRunning.Add(1)
 	if r.Core.Leader != nil {
 		r.coreEnqueue()
+	}
+	if r.SRQCfg != nil {
+		r.srqEnqueue(c, p, flags, nr-1)
 	}
 }
 
@@ -276,6 +312,10 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
 	}
 	if r.Core.Leader != nil {
 		r.coreDequeue(c, flags)
+	}
+	if r.SRQCfg != nil && !se.Policy.RT() {
+		// __dequeue_entity (v3/v4), dequeue_task_fair (v2)
+		r.srqRemove(c, p)
 	}
 	q := &r.fair
 	if se.Policy.RT() {
@@ -476,6 +516,18 @@ func (r *RQ) SetNextTask(c *percpu.Ctx) {
 	r.checkpoint(c, true)
 	d := r.donor
 	d.SE.PrevSumExec = d.SE.SumExecRuntime
+}
+
+// SkipUncharged moves the charge point to now without charging anyone:
+// time this CPU spent on newidle balancing after __schedule's
+// update_curr (the kernel's put_prev has charged prev by then), which
+// --newidle-cost makes non-zero. The rq lock must be held.
+func (r *RQ) SkipUncharged(c *percpu.Ctx) {
+	r.AssertHeld(c)
+	r.checkpoint(c, false)
+	r.UpdateClock(c)
+	r.execStart = r.Clock
+	r.checkpoint(c, true)
 }
 
 // CheckPreemptCurr is wakeup_preempt(): should p, just enqueued here,

@@ -35,6 +35,9 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 	if o.Bugs.Has(bugs.CoreStealDonor) && o.CoreSched == "" {
 		o.CoreSched = "on" // the forced-idle balancer exists only with core scheduling
 	}
+	if o.Bugs.Has(bugs.SRQPullsDonor) && o.SharedRunq == "" {
+		o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
+	}
 	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
 	if err != nil {
 		return HuntResult{}, err

@@ -12,6 +12,7 @@ import (
 	"github.com/proxysim/proxysim/internal/conductor"
 	"github.com/proxysim/proxysim/internal/cpu"
 	"github.com/proxysim/proxysim/internal/inject"
+	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
@@ -43,8 +44,21 @@ type Options struct {
 	// CoreSched is --core-sched: off (""), on / 5.14, or v3; a scenario's
 	// "core_sched" applies when this is empty. NoStallFix is
 	// --sched-features NO_CORESCHED_STALL_FIX (v3 only).
-	CoreSched   string
-	NoStallFix  bool
+	CoreSched  string
+	NoStallFix bool
+	// SharedRunq is sched_feat(SHARED_RUNQ) as given: "" (not mentioned:
+	// no shared runqueue at all), "on" or "off" (built, feature clear).
+	// SRQHooks (2, 3, 4), SRQShardSize, SRQBailouts configure it;
+	// SRQToggleInterval is the stress injector (domain rebuilds and
+	// feature flips; it builds the shared runqueue too).
+	SharedRunq        string
+	SRQHooks          int
+	SRQShardSize      int
+	SRQBailouts       rq.SRQBailout
+	SRQToggleInterval time.Duration
+	// NewidleCost is the virtual time one newidle balance attempt costs
+	// (0: free, the model's default).
+	NewidleCost time.Duration
 	Tick        time.Duration
 	Epoch       time.Duration
 	AuditEvery  int
@@ -205,6 +219,11 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	}
 	cfg.CoreSched = cs
 	cfg.CoreStallFix = !o.NoStallFix
+	if o.SharedRunq != "" || o.SRQToggleInterval > 0 {
+		cfg.SRQ = &cpu.SRQOptions{Enabled: o.SharedRunq == "on", Hooks: o.SRQHooks, ShardSize: o.SRQShardSize,
+			Bailouts: o.SRQBailouts, ToggleEvery: int64(o.SRQToggleInterval)}
+	}
+	cfg.NewidleCost = int64(o.NewidleCost)
 	cfg.Seed = o.Seed
 	cfg.AuditEvery = o.AuditEvery
 	if o.RingSize > 0 {

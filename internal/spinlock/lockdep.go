@@ -8,8 +8,9 @@ import (
 
 // rank is the documented acquisition order (outer first) of
 // the proxy-execution series (siglock -> pi_lock -> rq->lock -> wait_lock ->
-// blocked_lock). Leaves rank above everything.
-var rank = [NumClasses]int{ClassPiLock: 0, ClassRQ: 1, ClassWaitLock: 2, ClassBlockedLock: 3, ClassTimer: 9, ClassOther: 9, ClassSigLock: -1}
+// blocked_lock -> shared_runq->lock). Leaves (the timer, completion and
+// shard locks) rank above everything: nothing is taken under them.
+var rank = [NumClasses]int{ClassPiLock: 0, ClassRQ: 1, ClassWaitLock: 2, ClassBlockedLock: 3, ClassTimer: 9, ClassOther: 9, ClassSigLock: -1, ClassShard: 9}
 
 // Inversion is one lock-order violation.
 type Inversion struct {

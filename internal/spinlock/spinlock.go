@@ -26,10 +26,15 @@ const (
 	// ClassSigLock is sighand->siglock. It is outside pi_lock: a signal's
 	// sender holds it across the wake-up (signal_wake_up_state).
 	ClassSigLock
+	// ClassShard is a shared_runq shard's lock (SHARED_RUNQ): the
+	// innermost lock, taken under the rq lock (push, remove, pop) and,
+	// through activate/deactivate_task, under a task's blocked_lock;
+	// nothing is taken under it.
+	ClassShard
 	NumClasses
 )
 
-var classNames = [NumClasses]string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other", "siglock"}
+var classNames = [NumClasses]string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other", "siglock", "shared_runq->lock"}
 
 func (k Class) String() string {
 	if k < NumClasses {

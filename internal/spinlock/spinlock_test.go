@@ -28,6 +28,10 @@ func TestLockOrderAcceptsProtocolOrder(t *testing.T) {
 	wait.Lock(c)
 	b1.Lock(c)
 	b2.LockNested(c) // mutex unlock: owner's, then the waiter's
+	sh := &Lock{}
+	sh.Init(ClassShard, 0)
+	sh.Lock(c) // a SHARED_RUNQ push from activate_task: innermost
+	sh.Unlock(c)
 	b2.Unlock(c)
 	b1.Unlock(c)
 	wait.Unlock(c)
@@ -69,6 +73,14 @@ func TestLockOrderReportsInversions(t *testing.T) {
 			p2.Unlock(c)
 			pi.Unlock(c)
 		}, "never nested"},
+		{"rq lock under a shared_runq shard lock", func(c *CPU, pi, rq0, rq1, wait, b1, b2 *Lock) {
+			sh := &Lock{}
+			sh.Init(ClassShard, 0)
+			sh.Lock(c)
+			rq0.Lock(c)
+			rq0.Unlock(c)
+			sh.Unlock(c)
+		}, "leaf"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,6 +62,31 @@ const (
 	MutexWaiterSpins  // spins of the first waiter on the owner (blocked_on cleared, still listed)
 	MutexSpinTurns    // turns of either spin (SpinCost of virtual time each)
 	MutexSpinAcquires // locks taken by spinning
+	// SHARED_RUNQ (--sched-features SHARED_RUNQ; internal/rq/srq.go,
+	// internal/cpu/srq.go).
+	SRQPushes            // tasks linked on a shard (shared_runq_push_task)
+	SRQRemoves           // tasks unlinked by dequeue / set_next (shared_runq_dequeue_task)
+	SRQPullAttempts      // shared_runq_pick_next_task calls that looked at the shards
+	SRQShardEmpty        // ... that found every shard empty (the lockless peek)
+	SRQHeadNotAllowed    // pops whose shard head was not allowed on this CPU (left at the head: head-of-line blocking)
+	SRQPops              // tasks popped off a shard
+	SRQPulls             // popped tasks moved here (move_queued_task) or found here
+	SRQRecheckDequeued   // failed recheck under task_rq_lock: no longer queued
+	SRQRecheckOnCPU      // ... running (task_on_cpu)
+	SRQRecheckNotAllowed // ... no longer allowed here (v4)
+	SRQRecheckBlocked    // ... mutex-blocked donor (task_is_blocked; proxy rule)
+	SRQRecheckDonor      // ... rq->donor of its runqueue (task_current_donor; proxy rule)
+	SRQRecheckMoved      // task_rq_lock found it on another runqueue than at the push (pulled from there)
+	SRQRTArrived         // v4: an RT task arrived while this rq's lock was dropped (-1)
+	SRQBailOverload      // bailout (a): rd->overload clear
+	SRQBailAvgIdle       // bailout (b): avg_idle < max_newidle_lb_cost
+	SRQBailShardOverload // bailout (c): the shard's overload flag clear
+	SRQBailTTWUPending   // bailout (d): ttwu_pending after a failed pull
+	SRQDiscarded         // bailout (e): non-migratable heads popped and dropped
+	SRQCostCharged       // bailout (f): pulls charged to max_newidle_lb_cost
+	SRQSkipLLC           // bailout (g): newidle domains <= LLC skipped
+	SRQDrained           // tasks unlinked by a drain (feature off, domain rebuild)
+	SRQRebuilds          // shard reassignments (domain rebuilds) and toggles run by stress
 	NumCounters
 )
 
@@ -78,6 +103,11 @@ var CounterNames = [NumCounters]string{
 	"mutex_eintr", "signals_sent", "signal_wakeups", "signals_handled", "signal_sleep_aborts",
 	"spurious_wakes", "spurious_wakeups",
 	"mutex_spins", "mutex_waiter_spins", "mutex_spin_turns", "mutex_spin_acquires",
+	"srq_pushes", "srq_removes", "srq_pull_attempts", "srq_shard_empty", "srq_head_not_allowed", "srq_pops", "srq_pulls",
+	"srq_recheck_dequeued", "srq_recheck_on_cpu", "srq_recheck_not_allowed", "srq_recheck_blocked", "srq_recheck_donor",
+	"srq_recheck_moved", "srq_rt_arrived",
+	"srq_bail_overload", "srq_bail_avg_idle", "srq_bail_shard_overload", "srq_bail_ttwu_pending", "srq_discarded",
+	"srq_cost_charged", "srq_skip_llc", "srq_drained", "srq_rebuilds",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

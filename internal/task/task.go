@@ -175,8 +175,12 @@ type Task struct {
 	CoreOccupation int
 	// CPUsMask is the affinity of the execution context. Written with
 	// PiLock and the rq lock held; read under either.
-	CPUsMask       Mask
-	NrCPUsAllowed  int
+	CPUsMask      Mask
+	NrCPUsAllowed int
+	// maskOnce mirrors CPUsMask for lockless readers (PublishMask).
+	maskOnce atomic.Pointer[Mask]
+	// SRQ is p->shared_runq_node (SHARED_RUNQ): the shard it is linked on.
+	SRQ            SRQNode
 	MigrationReady bool // protected by the rq lock: affinity moved away from a running task; move it when it switches out
 	// ContributesToLoad is sched_contributes_to_load: set by block_task
 	// from the state the task sleeps in (TASK_UNINTERRUPTIBLE counts in
@@ -328,6 +332,7 @@ func New(id int, name string, ncpu, cpu int) *Task {
 	p.SigLock.Init(spinlock.ClassSigLock, id)
 	p.CPUsMask = MaskAll(ncpu)
 	p.NrCPUsAllowed = ncpu
+	p.PublishMask()
 	p.SetNice(0)
 	p.cpu.Store(int32(cpu))
 	p.WakeCPU = cpu

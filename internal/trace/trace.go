@@ -44,13 +44,27 @@ const (
 	EvSpuriousWake               // Task=woken waiter, A=mutex, B=1 if it woke it
 	EvSpin                       // Task, A=mutex, B=1 if the first waiter's spin: optimistic spinning starts
 	EvSpinEnd                    // Task, A=mutex, B=SpinEnd* (how it ended), C=turns
+	EvSRQPop                     // Task popped off a shared_runq shard, A=shard, B=its task_cpu at the pop
+	EvSRQRecheck                 // Task, A=SRQRecheck* (why the pull failed under task_rq_lock), B=its cpu
+	EvSRQDrain                   // A=LLC, B=tasks unlinked, C=1 toggle / 2 rebuild
 	NumKinds
 )
 
 var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
-	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end"}
+	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end",
+	"srq_pop", "srq_recheck", "srq_drain"}
+
+// Why a shared_runq pull failed its recheck under task_rq_lock
+// (EvSRQRecheck's A).
+const (
+	SRQRecheckDequeued   = 0
+	SRQRecheckOnCPU      = 1
+	SRQRecheckNotAllowed = 2
+	SRQRecheckBlocked    = 3
+	SRQRecheckDonor      = 4
+)
 
 // How an optimistic spin ended (EvSpinEnd's B).
 const (
@@ -77,10 +91,11 @@ const (
 	ReasonActivation
 	ReasonAffinity
 	ReasonWake
+	ReasonSharedRunq // a shared_runq pull (SHARED_RUNQ)
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{"load_balance", "proxy", "chain", "return", "activation", "affinity", "wake"}
+var reasonNames = [NumReasons]string{"load_balance", "proxy", "chain", "return", "activation", "affinity", "wake", "shared_runq"}
 
 func (r MigrateReason) String() string {
 	if r >= 0 && r < NumReasons {
