@@ -53,6 +53,7 @@ const (
 	IsBlockedPlainRead              // finding F4
 	CoreschedStall                  // core scheduling v3: pick_task favours its first argument on ties
 	CoreStealDonor                  // try_steal_cookie moves a proxy-exec donor (v30 1/7)
+	UpdateDomainsIRQsOn             // SHARED_RUNQ v3: update_domains_fair takes rq locks with IRQs on (lockdep splat at boot)
 	NumBugs
 )
 
@@ -145,6 +146,9 @@ var Catalogue = []Bug{
 	{CoreStealDonor, 0, "core-steal-donor", Historical, "v30 (\"sched/core: Don't steal a proxy-exec donor\", July 2026)",
 		"try_steal_cookie, the forced-idle balancer, skipped only src->core_pick and src->curr: it could move src's rq->donor (a blocked donor a proxy runs for) or another mutex-blocked donor to a forced-idle CPU by a non-proxy path. The reference skips p == src->donor and task_is_blocked(p); --bug removes both skips (the v30 patch body was not read: the mechanism is inferred from its title and the reference's code). Needs --core-sched",
 		"audit: donor not queued on its rq / stale donor reference (invariants 4, 5, 16); lost blocked chains (liveness)"},
+	{UpdateDomainsIRQsOn, 0, "update-domains-irqs-on", Historical, "SHARED_RUNQ v3 (Aug 2023; reported by K Prateek Nayak, 31 Aug 2023; v4 as posted still uses rq_lock, the series was never merged; fix: rq_lock_irq)",
+		"David Vernet's SHARED_RUNQ added update_domains_fair(), run from sched_update_domains() on every sched domain rebuild (sched_init_domains at boot, partition_sched_domains later): it walks every CPU taking its rq lock with rq_lock(), with IRQs on, from process context (kernel_init at boot), while the tick takes the same lock class in hard-IRQ context. A tick on that CPU while the rebuild holds the lock spins on it forever. K Prateek Nayak's lockdep run hit it at boot: \"inconsistent {IN-HARDIRQ-W} -> {HARDIRQ-ON-W} usage\" of rq->__lock from update_domains_fair <- sched_update_domains <- sched_init_domains <- sched_init_smp. --bug takes the rq locks of the model's domain rebuild (boot, and stress --domain-rebuild-interval) with rq_lock() instead of rq_lock_irq()",
+		"IRQ-usage lockdep: inconsistent lock state of rq->lock (invariant 46), at the first tick after the boot rebuild"},
 }
 
 // raceOnly are the entries only the race detector catches.

@@ -62,6 +62,7 @@ const (
 	MutexWaiterSpins  // spins of the first waiter on the owner (blocked_on cleared, still listed)
 	MutexSpinTurns    // turns of either spin (SpinCost of virtual time each)
 	MutexSpinAcquires // locks taken by spinning
+	DomainRebuilds    // sched domain rebuilds (sched_update_domains: at boot, and stress --domain-rebuild-interval)
 	NumCounters
 )
 
@@ -78,6 +79,7 @@ var CounterNames = [NumCounters]string{
 	"mutex_eintr", "signals_sent", "signal_wakeups", "signals_handled", "signal_sleep_aborts",
 	"spurious_wakes", "spurious_wakeups",
 	"mutex_spins", "mutex_waiter_spins", "mutex_spin_turns", "mutex_spin_acquires",
+	"domain_rebuilds",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
