@@ -116,17 +116,17 @@ type Machine struct {
 	Rep   *check.Reporter
 	Stats []*stats.CPU
 
-	bar       barrier
-	runner    runner               // how the CPU goroutines interleave
-	cond      *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
-	rto       atomic.Int32         // runqueues with two or more RT tasks
-	live      *audit.Liveness      // the liveness checks' memory (audits only)
-	stopReq   chan struct{}
-	stopping  atomic.Bool
-	stopWhy   atomic.Pointer[string]
-	started   bool
-	wg        sync.WaitGroup
-	epochs    atomic.Uint64
+	bar      barrier
+	runner   runner               // how the CPU goroutines interleave
+	cond     *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
+	rto      atomic.Int32         // runqueues with two or more RT tasks
+	live     *audit.Liveness      // the liveness checks' memory (audits only)
+	stopReq  chan struct{}
+	stopping atomic.Bool
+	stopWhy  atomic.Pointer[string]
+	started  bool
+	wg       sync.WaitGroup
+	epochs   atomic.Uint64
 	// domainsMu is sched_domains_mutex: one rebuild at a time (TryLock
 	// only: a CPU goroutine must not block in Go while the conductor
 	// waits for it). nextRebuild is the virtual time of the next
@@ -140,9 +140,9 @@ type Machine struct {
 	// AfterUpdateDomains, if set before Run, runs once after the per-CPU
 	// walk of every rebuild, no rq lock held (SHARED_RUNQ's drain).
 	AfterUpdateDomains func(c *percpu.Ctx)
-	detected  atomic.Int64 // wall clock (unix ns) of the first violation
-	wallStart time.Time
-	wallEnd   time.Time
+	detected           atomic.Int64 // wall clock (unix ns) of the first violation
+	wallStart          time.Time
+	wallEnd            time.Time
 	// Stuck is set when CPUs did not stop after a hang or violation.
 	Stuck bool
 	// HangDump holds goroutine stacks captured by the watchdog.
