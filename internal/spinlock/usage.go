@@ -66,6 +66,9 @@ func stateName(b Usage) string {
 	return "SOFTIRQ"
 }
 
+// Chars is lockdep's {....} of a usage set (see usageChars).
+func (u Usage) Chars() string { return usageChars(u) }
+
 // usageChars is lockdep's {....} of a class: per state (hard, soft) the
 // write usage and the read usage ('.' here, there are no read locks):
 // '.' neither, '-' used in the IRQ context only (IRQ-safe), '+' taken
@@ -146,7 +149,7 @@ func (v *Validator) capture(c *CPU) *site {
 			fn = fn[i+1:]
 		}
 		switch {
-		case strings.HasPrefix(fn, "spinlock."):
+		case strings.HasPrefix(fn, "spinlock.(*"): // the lock layer itself
 		case strings.HasPrefix(fn, "runtime."), strings.HasPrefix(fn, "testing."):
 			more = false
 		default:
