@@ -130,11 +130,13 @@ func (v *Validator) check(c *CPU, l *Lock, nested bool) {
 			}
 		}
 	}
-	// mark_usage: the CPU's cache of the class's bits answers the common
-	// case (IRQs off, process context: no bit at all) with two loads of
-	// its own.
-	if u := c.usageNow(); u&^c.usageKnown[l.class] != 0 {
-		v.mark(c, l, u)
+	// mark_usage. The common case, IRQs off in process context, gives no
+	// bit at all: two loads of the CPU's own fields. Otherwise the CPU's
+	// cache of the class's bits answers, unless a bit is new to it.
+	if c.irqOff == 0 || c.hardirq|c.softirq != 0 {
+		if u := c.usageNow(); u&^c.usageKnown[l.class] != 0 {
+			v.mark(c, l, u)
+		}
 	}
 }
 

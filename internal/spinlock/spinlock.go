@@ -256,7 +256,13 @@ func (l *Lock) Unlock(c *CPU) {
 	l.holder.Store(0)
 	l.mu.Unlock()
 	if irqsaveClass[l.class] {
-		c.IrqEnable() // raw_spin_unlock_irqrestore
+		// raw_spin_unlock_irqrestore: IrqEnable, its common case
+		// inline.
+		if c.irqOff > 1 {
+			c.irqOff--
+		} else {
+			c.IrqEnable()
+		}
 	}
 	if c.Hooks != nil {
 		c.Hooks.Yield(c, PointRelease)
