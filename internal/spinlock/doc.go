@@ -8,9 +8,11 @@
 // to think about:
 //
 //   - lock-held assertions (lockdep_assert_held) via Lock.AssertHeld;
+//
 //   - lock-order validation against the proxy-execution order
 //     pi_lock -> rq->lock -> mutex->wait_lock -> p->blocked_lock, reported the
 //     first time an inversion is seen rather than when it deadlocks;
+//
 //   - yield points: every acquire, failed try and release calls the CPU's
 //     Hooks, which is where stress jitter and the deterministic conductor
 //     hook in without any change to the protocol code.
