@@ -4,19 +4,16 @@
 //
 // A Lock is a real sync.Mutex: when two CPU goroutines contend, one of them
 // really waits. Every acquisition names the CPU that takes it (a *CPU, the
-// per-CPU lock context), which gives three things the protocol code never has
+// per-CPU lock context), which gives four things the protocol code never has
 // to think about:
 //
 //   - lock-held assertions (lockdep_assert_held) via Lock.AssertHeld;
-//
 //   - lock-order validation against the proxy-execution order
 //     pi_lock -> rq->lock -> mutex->wait_lock -> p->blocked_lock, reported the
 //     first time an inversion is seen rather than when it deadlocks;
-//
 //   - yield points: every acquire, failed try and release calls the CPU's
 //     Hooks, which is where stress jitter and the deterministic conductor
-//     hook in without any change to the protocol code.
-//
+//     hook in without any change to the protocol code;
 //   - IRQ usage (irq.go, usage.go): each CPU tracks whether hard IRQs are
 //     off and whether it runs in hard-IRQ or softirq context; each lock
 //     class records lockdep's usage bits (IN-HARDIRQ-W, HARDIRQ-ON-W and the
