@@ -404,6 +404,9 @@ func (m *Machine) warn(c *percpu.Ctx, inv check.Invariant, id int, name, msg str
 // sim time is reached, Stop is called, the wall-clock limit passes, or a
 // violation is reported.
 func (m *Machine) Run() {
+	m.wallStart = time.Now()
+	// Boot: the first sched domain build (a violation found here counts
+	// from the start of the run).
 	m.schedInitDomains()
 	m.started = true
 	if m.cond != nil {
@@ -413,7 +416,6 @@ func (m *Machine) Run() {
 			cp.c.CPU.Hooks = m.cond.Hooks()
 		}
 	}
-	m.wallStart = time.Now()
 	for _, cp := range m.cpus {
 		m.wg.Add(1)
 		go cp.run()
