@@ -1,5 +1,7 @@
 package spinlock
 
+import "strconv"
+
 // IRQ state of a simulated CPU, for the usage half of lockdep
 // (kernel/locking/lockdep.c: mark_usage, mark_lock, the irqtrace state).
 //
@@ -43,7 +45,7 @@ func (c *CPU) IrqDisable() { c.irqOff++ }
 func (c *CPU) IrqEnable() {
 	c.irqOff--
 	if c.irqOff < 0 {
-		panic("spinlock: local_irq_enable without a matching disable on cpu " + itoa(c.ID))
+		panic("spinlock: local_irq_enable without a matching disable on cpu " + strconv.Itoa(c.ID))
 	}
 	if c.irqOff == 0 && c.hardirq == 0 && c.nHeld > 0 && c.Dep != nil {
 		u := c.usageNow()
@@ -106,30 +108,8 @@ func (c *CPU) irqStateString() string {
 		}
 		return "0"
 	}
-	return "[HC" + b(c.hardirq > 0) + "[" + itoa(int(c.hardirq)) + "]:SC" + b(c.softirq > 0) + "[" + itoa(int(c.softirq)) +
+	return "[HC" + b(c.hardirq > 0) + "[" + strconv.Itoa(int(c.hardirq)) + "]:SC" + b(c.softirq > 0) + "[" + strconv.Itoa(int(c.softirq)) +
 		"]:HE" + b(c.irqOff == 0) + ":SE" + b(c.softirq == 0) + "]"
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	var b [20]byte
-	n := len(b)
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
 }
 
 // LockIrq is raw_spin_lock_irq(): disable IRQs, then take l.
