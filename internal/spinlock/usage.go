@@ -150,7 +150,8 @@ func (v *Validator) capture(c *CPU) *site {
 		}
 		switch {
 		case strings.HasPrefix(fn, "spinlock.(*"): // the lock layer itself
-		case strings.HasPrefix(fn, "runtime."), strings.HasPrefix(fn, "testing."):
+		case strings.HasPrefix(fn, "runtime."), strings.HasPrefix(fn, "testing."), strings.HasPrefix(fn, "sim."), strings.HasPrefix(fn, "main."):
+			// Below the machine: the runner and the command line.
 			more = false
 		default:
 			file := f.File
