@@ -66,6 +66,7 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.DurationVar(&sf.o.Stutter, "stutter", def.Stutter, "pause every CPU and release them together every this much wall time (0: off)")
 	fs.DurationVar(&sf.o.ShuffleInterval, "shuffle-interval", def.ShuffleInterval, "virtual time between affinity shuffles on each busy CPU (0: off)")
 	fs.DurationVar(&sf.o.SRQToggleInterval, "srq-toggle-interval", 0, "SHARED_RUNQ stress: virtual time per busy CPU between a domain rebuild (shards reassigned, old queues drained) or a flip of the SHARED_RUNQ feature (drained when it goes off), alternately at random (0: off; builds the shared runqueue)")
+	fs.DurationVar(&sf.o.DomainRebuildInterval, "domain-rebuild-interval", def.DomainRebuildInterval, "virtual time between sched domain rebuilds, machine-wide (update_domains_fair: every rq lock in turn; 0: only the one at boot)")
 	fs.Float64Var(&sf.o.SignalRate, "signal-rate", def.SignalRate, "signals sent per second of busy virtual time per CPU, half of them to random mutex waiters (0: off)")
 	fs.Float64Var(&sf.o.SignalFatal, "signal-fatal", def.SignalFatal, "fraction of --signal-rate's signals that are SIGKILL (the task exits when it handles one)")
 	fs.Float64Var(&sf.o.SpuriousWakeRate, "spurious-wake-rate", def.SpuriousWakeRate, "spurious wake_up_process calls on random mutex waiters per second of busy virtual time per CPU (0: off)")
@@ -118,7 +119,7 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"stutter", sf.o.Stutter}, {"shuffle-interval", sf.o.ShuffleInterval}, {"srq-toggle-interval", sf.o.SRQToggleInterval}, {"stat-interval", sf.statInterval}, {"retry-deterministic", sf.retryDet}} {
+	}{{"stutter", sf.o.Stutter}, {"shuffle-interval", sf.o.ShuffleInterval}, {"srq-toggle-interval", sf.o.SRQToggleInterval}, {"domain-rebuild-interval", sf.o.DomainRebuildInterval}, {"stat-interval", sf.statInterval}, {"retry-deterministic", sf.retryDet}} {
 		if d.v < 0 {
 			return usagef("--%s must not be negative (0: off), not %v", d.name, d.v)
 		}
@@ -177,7 +178,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		zap.Uint64("seed", mf.o.Seed), zap.String("reproduce", cmdline), zap.Int("cpus", r.Machine.NumCPUs()),
 		zap.Int("tasks", len(r.Machine.Tasks())-1), zap.String("workload", sc.Name), zap.Bool("proxy_exec", mf.o.Proxy),
 		zap.Strings("bugs", mf.o.Bugs.Names()), zap.Duration("duration", mf.o.Duration), zap.Float64("jitter", mf.o.Jitter),
-		zap.Duration("stutter", mf.o.Stutter), zap.Duration("shuffle_interval", mf.o.ShuffleInterval),
+		zap.Duration("stutter", mf.o.Stutter), zap.Duration("shuffle_interval", mf.o.ShuffleInterval), zap.Duration("domain_rebuild_interval", mf.o.DomainRebuildInterval),
 		zap.Float64("signal_rate", mf.o.SignalRate), zap.Float64("spurious_wake_rate", mf.o.SpuriousWakeRate),
 		zap.Float64("lock_interruptible", mf.o.InterruptibleLocks),
 		zap.Duration("epoch", mf.o.Epoch), zap.Int("audit_every", mf.o.AuditEvery), zap.String("report", mf.report),

@@ -55,6 +55,7 @@ const (
 	CoreStealDonor                  // try_steal_cookie moves a proxy-exec donor (v30 1/7)
 	BlockedOnPlainRead              // finding F5
 	SRQPullsDonor                   // finding F6: SHARED_RUNQ pulls a mutex-blocked donor / rq->donor (no proxy rule)
+	UpdateDomainsIRQsOn             // SHARED_RUNQ v3: update_domains_fair takes rq locks with IRQs on (lockdep splat at boot)
 	NumBugs
 )
 
@@ -153,6 +154,9 @@ var Catalogue = []Bug{
 	{SRQPullsDonor, 0, "srq-pulls-donor", Finding, "open@014c4be7 + SHARED_RUNQ v4 (Dec 2023, never merged; predates merged proxy execution, has no such rule)",
 		"SHARED_RUNQ with v3/v4 hooks links every task __enqueue_entity inserts, a mutex-blocked donor too (it stays in the tree), and its pull rechecks under task_rq_lock only queued, !task_on_cpu (v4: migration-disabled, allowed). rq->donor is off the tree but not on_cpu while its proxy runs: popped just before its CPU picked it as donor, it passes every recheck and move_queued_task takes it, leaving that CPU's rq->donor dangling; a blocked donor is moved by a non-proxy path. proxysim's rule: push skips task_is_blocked, the pull rechecks !task_is_blocked && !task_current_donor (as can_migrate_task does upstream); --bug removes both. Needs --sched-features SHARED_RUNQ",
 		"inline at __schedule entry and audit: rq->donor not queued on its runqueue (invariant 16); race detector on the donor's sched entity"},
+	{UpdateDomainsIRQsOn, 0, "update-domains-irqs-on", Historical, "SHARED_RUNQ v3 (Aug 2023; reported by K Prateek Nayak, 31 Aug 2023; v4 as posted still uses rq_lock, the series was never merged; fix: rq_lock_irq)",
+		"David Vernet's SHARED_RUNQ added update_domains_fair(), run from sched_update_domains() on every sched domain rebuild (sched_init_domains at boot, partition_sched_domains later): it walks every CPU taking its rq lock with rq_lock(), with IRQs on, from process context (kernel_init at boot), while the tick takes the same lock class in hard-IRQ context. A tick on that CPU while the rebuild holds the lock spins on it forever. K Prateek Nayak's lockdep run hit it at boot: \"inconsistent {IN-HARDIRQ-W} -> {HARDIRQ-ON-W} usage\" of rq->__lock from update_domains_fair <- sched_update_domains <- sched_init_domains <- sched_init_smp. --bug takes the rq locks of the model's domain rebuild (boot, and stress --domain-rebuild-interval) with rq_lock() instead of rq_lock_irq()",
+		"IRQ-usage lockdep: inconsistent lock state of rq->lock (invariant 46), at the first tick after the boot rebuild"},
 }
 
 // raceOnly are the entries only the race detector catches.

@@ -46,6 +46,8 @@ const (
 	InvChargeLedger      Invariant = 37 // class time to the donor, execution time to curr, per proxied interval
 	InvCoreCookie        Invariant = 44 // SMT siblings never execute (rq->curr) tasks of different cookies at once
 	InvCoreStarve        Invariant = 45 // an untagged runnable task on a forced-idle CPU waits at most a bound
+	InvIRQLockUsage      Invariant = 46 // a lock class is never both taken in an IRQ context and taken (or held) with that IRQ enabled (lockdep: inconsistent lock state)
+	InvIRQLockOrder      Invariant = 47 // no IRQ-safe lock class is ordered before an IRQ-unsafe one (lockdep: irq lock inversion, safe -> unsafe order)
 )
 
 var invNames = map[Invariant]string{
@@ -61,6 +63,7 @@ var invNames = map[Invariant]string{
 	InvHandoffLiveness: "handoff-liveness", InvWaitAge: "wait-age", InvLostWakeup: "lost-wakeup",
 	InvLivelock: "livelock", InvChargeLedger: "charge-ledger",
 	InvCoreCookie: "core-cookie", InvCoreStarve: "core-starve",
+	InvIRQLockUsage: "irq-lock-usage", InvIRQLockOrder: "irq-lock-order",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

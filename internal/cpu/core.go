@@ -22,6 +22,7 @@ import (
 // the task that executes — the end of the donor's blocked_on chain.
 func (cp *CPU) schedule(preempt bool) {
 	c, r, m := cp.c, cp.rq, cp.m
+	c.IrqDisable() // local_irq_disable(), then rq_lock()
 	r.Lock(c)
 	cp.checkDonorHere()
 	r.UpdateCurr(c)
@@ -125,6 +126,7 @@ func (cp *CPU) schedule(preempt bool) {
 	r.PublishPrio(c)
 	r.RunBalanceCallbacks(c)
 	r.Unlock(c)
+	c.IrqEnable() // finish_task_switch: raw_spin_rq_unlock_irq()
 }
 
 // switchTo is context_switch(): next.on_cpu is set before the switch and

@@ -166,9 +166,11 @@ func (cp *CPU) idleBalance() {
 		if busiest == nil {
 			continue
 		}
+		c.IrqDisable() // sched_balance_rq: rq_lock_irqsave(busiest)
 		rq.DoubleLock(c, r, busiest)
 		t := cp.pullFrom(busiest)
 		rq.DoubleUnlock(c, r, busiest)
+		c.IrqEnable()
 		if t != nil {
 			r.SetNeedResched()
 			return
@@ -200,11 +202,13 @@ func (cp *CPU) periodicBalance(nr int) {
 		if busiest == nil {
 			continue
 		}
+		c.IrqDisable() // sched_balance_rq: rq_lock_irqsave(busiest)
 		rq.DoubleLock(c, r, busiest)
 		if busiest.NrRunning() >= r.NrRunning()+2 {
 			cp.pullFrom(busiest)
 		}
 		rq.DoubleUnlock(c, r, busiest)
+		c.IrqEnable()
 		break
 	}
 	if nr < 2 {

@@ -126,6 +126,21 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		cp.advance(int64(dur) - cp.c.Now)
 		cp.resyncTick()
 		return ""
+	case "rebuild":
+		// rebuild [from=N]: a sched domain rebuild (update_domains_fair)
+		// from cpu N, process context.
+		from := h.intArg(t, d, "from", 0)
+		ok := h.m.RebuildDomains(h.m.cpus[from].c)
+		return fmt.Sprintf("rebuilt=%v\n", ok) + h.events() + h.violations()
+	case "lockdep":
+		// lockdep: the IRQ usage of every lock class used so far.
+		var b strings.Builder
+		for k := spinlock.Class(0); k < spinlock.NumClasses; k++ {
+			if u := h.m.Dep.Usage(k); u != 0 {
+				fmt.Fprintf(&b, "%s%s %v\n", k, u.Chars(), u)
+			}
+		}
+		return b.String()
 	case "state":
 		return h.state()
 	case "shards":
@@ -445,10 +460,32 @@ func (h *harness) violations() string {
 	vs := h.m.Rep.Violations()
 	var b strings.Builder
 	for _, v := range vs[h.nviol:] {
-		fmt.Fprintf(&b, "violation: %s: %s\n", v.Name, v.Message)
+		msg := v.Message
+		if v.Invariant == check.InvIRQLockUsage || v.Invariant == check.InvIRQLockOrder {
+			msg = lockdepFrames(msg)
+		}
+		fmt.Fprintf(&b, "violation: %s: %s\n", v.Name, msg)
 	}
 	h.nviol = len(vs)
 	return b.String()
+}
+
+// lockdepFrames keeps a lockdep report's frames of the model's packages,
+// without source positions (they move with every edit): the sites, not
+// the test harness that drove them.
+func lockdepFrames(msg string) string {
+	var out []string
+	for _, l := range strings.Split(msg, "\n") {
+		if i := strings.Index(l, " (internal/"); i >= 0 {
+			l = l[:i]
+		}
+		if f := strings.TrimSpace(l); strings.HasPrefix(l, "  ") && !strings.HasPrefix(f, "lock(") && !strings.HasPrefix(f, "<") &&
+			(strings.Contains(f, "harness") || strings.HasPrefix(f, "datadriven.") || strings.HasPrefix(f, "cpu.TestScenarios")) {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
 }
 
 // state dumps every CPU and every task.

@@ -418,12 +418,12 @@ func (cp *CPU) opYield(p *task.Task, op *task.Op) {
 	c := cp.c
 	ex := &p.Exec
 	r := cp.rq
-	r.Lock(c)
+	r.LockIrq(c) // do_sched_yield: this_rq_lock_irq()
 	r.UpdateCurr(c)
 	if d := r.Donor(c); d == p {
 		r.YieldTask(c, p)
 	}
-	r.Unlock(c)
+	r.UnlockIrq(c)
 	ex.PC++
 	cp.schedule(true)
 }
@@ -524,9 +524,10 @@ func (cp *CPU) unlock(p *task.Task, id int) bool {
 	if cp.c.Proxy {
 		// Invariant 4 right after the hand-off and its wake-ups: curr is
 		// still the end of its donor's chain, or a re-pick is pending.
-		cp.rq.Lock(cp.c)
+		// (A model check, not kernel code: IRQs off like the tick's.)
+		cp.rq.LockIrq(cp.c)
 		cp.checkCurrDonor()
-		cp.rq.Unlock(cp.c)
+		cp.rq.UnlockIrq(cp.c)
 	}
 	return true
 }

@@ -86,6 +86,10 @@ type Config struct {
 	// the idle CPU (a domain's find_busiest_queue and pull, or a
 	// shared_runq pull); 0: free, as the model always had it.
 	NewidleCost int64
+	// DomainRebuildEvery is the virtual time between sched domain rebuilds
+	// (stress --domain-rebuild-interval; 0: only the one at boot). One
+	// machine-wide rebuild per period, by the first CPU whose tick passes it.
+	DomainRebuildEvery int64
 	// Live configures the liveness checks run at each audit (lost
 	// hand-offs, wait ages, lost wake-ups, run-scaled progress, livelock);
 	// the zero value switches them off.
@@ -119,22 +123,35 @@ type Machine struct {
 	Rep   *check.Reporter
 	Stats []*stats.CPU
 
-	bar       barrier
-	runner    runner               // how the CPU goroutines interleave
-	cond      *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
-	rto       atomic.Int32         // runqueues with two or more RT tasks
-	rtoMask   rq.OverloadMask      // which runqueues those are (rto_mask)
-	live      *audit.Liveness      // the liveness checks' memory (audits only)
-	srq       *srqState            // SHARED_RUNQ, nil unless configured
-	stopReq   chan struct{}
-	stopping  atomic.Bool
-	stopWhy   atomic.Pointer[string]
-	started   bool
-	wg        sync.WaitGroup
-	epochs    atomic.Uint64
-	detected  atomic.Int64 // wall clock (unix ns) of the first violation
-	wallStart time.Time
-	wallEnd   time.Time
+	bar      barrier
+	runner   runner               // how the CPU goroutines interleave
+	cond     *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
+	rto      atomic.Int32         // runqueues with two or more RT tasks
+	rtoMask  rq.OverloadMask      // which runqueues those are (rto_mask)
+	live     *audit.Liveness      // the liveness checks' memory (audits only)
+	srq      *srqState            // SHARED_RUNQ, nil unless configured
+	stopReq  chan struct{}
+	stopping atomic.Bool
+	stopWhy  atomic.Pointer[string]
+	started  bool
+	wg       sync.WaitGroup
+	epochs   atomic.Uint64
+	// domainsMu is sched_domains_mutex: one rebuild at a time (TryLock
+	// only: a CPU goroutine must not block in Go while the conductor
+	// waits for it). nextRebuild is the virtual time of the next
+	// injected rebuild.
+	domainsMu   sync.Mutex
+	nextRebuild atomic.Int64
+	// UpdateDomainsFair, if set before Run, is the fair class's per-CPU
+	// work of a domain rebuild (update_domains_fair: SHARED_RUNQ's shard
+	// reassignment), called with each CPU's rq lock held, IRQs off.
+	UpdateDomainsFair func(c *percpu.Ctx, r *rq.RQ)
+	// AfterUpdateDomains, if set before Run, runs once after the per-CPU
+	// walk of every rebuild, no rq lock held (SHARED_RUNQ's drain).
+	AfterUpdateDomains func(c *percpu.Ctx)
+	detected           atomic.Int64 // wall clock (unix ns) of the first violation
+	wallStart          time.Time
+	wallEnd            time.Time
 	// Stuck is set when CPUs did not stop after a hang or violation.
 	Stuck bool
 	// HangDump holds goroutine stacks captured by the watchdog.
@@ -186,6 +203,18 @@ func New(cfg Config) (*Machine, error) {
 		}
 		m.warn(c, check.InvLockOrder, -1, "", inv.String())
 	})
+	m.Dep.OnUsageBug = func(b spinlock.UsageBug) {
+		// On the goroutine of the CPU taking the lock, as above.
+		var c *percpu.Ctx
+		if b.CPU >= 0 && b.CPU < len(m.cpus) {
+			c = m.cpus[b.CPU].c
+		}
+		inv := check.InvIRQLockUsage
+		if b.Kind != spinlock.UsageInconsistent {
+			inv = check.InvIRQLockOrder
+		}
+		m.warn(c, inv, -1, "", b.Report)
+	}
 	for i := 0; i < cfg.CPUs; i++ {
 		idle := task.New(-(i + 1), fmt.Sprintf("swapper/%d", i), cfg.CPUs, i)
 		idle.Idle = true
@@ -207,6 +236,12 @@ func New(cfg Config) (*Machine, error) {
 		c := &percpu.Ctx{CPU: lc, Trace: m.Log.Rings[i], Stats: st,
 			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(i)*0x9e3779b97f4a7c15+1)), Proxy: cfg.Proxy, ProxySingleRQ: cfg.ProxySingleRQ, Bugs: cfg.Bugs,
 			OnWarn: m.warn}
+		lc.Describe = func() (string, int64) {
+			if p := r.Curr(); !p.Idle {
+				return p.String(), c.Now
+			}
+			return fmt.Sprintf("swapper/%d/0", r.CPU), c.Now
+		}
 		cp := &CPU{m: m, id: i, rq: r, c: c, kick: make(chan struct{}, 1), nextTick: cfg.Tick}
 		cp.timerLock.Init(spinlock.ClassTimer, i)
 		r.Kick = m.kickResched
@@ -223,6 +258,7 @@ func New(cfg Config) (*Machine, error) {
 		m.cond.SetClocks(clocks)
 	}
 	m.buildSpans()
+	m.nextRebuild.Store(cfg.DomainRebuildEvery)
 	if cfg.CoreSched != CoreOff {
 		m.enableCoreSched()
 	}
@@ -325,10 +361,11 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	m.tasks = append(m.tasks, p)
 	c := m.cpus[s.CPU].c
 	r := m.rqs[s.CPU]
-	r.Lock(c)
+	// wake_up_new_task: pi_lock (irqsave), then the rq lock.
+	r.LockIrq(c)
 	r.ActivateTask(c, p, rq.EnqueueWakeup)
 	r.CheckPreemptCurr(c, p)
-	r.Unlock(c)
+	r.UnlockIrq(c)
 	return p, nil
 }
 
@@ -389,6 +426,10 @@ func (m *Machine) warn(c *percpu.Ctx, inv check.Invariant, id int, name, msg str
 // sim time is reached, Stop is called, the wall-clock limit passes, or a
 // violation is reported.
 func (m *Machine) Run() {
+	m.wallStart = time.Now()
+	// Boot: the first sched domain build (a violation found here counts
+	// from the start of the run).
+	m.schedInitDomains()
 	m.started = true
 	if m.cond != nil {
 		// Yield points hand the turn to the conductor from now on (setup
@@ -397,7 +438,6 @@ func (m *Machine) Run() {
 			cp.c.CPU.Hooks = m.cond.Hooks()
 		}
 	}
-	m.wallStart = time.Now()
 	for _, cp := range m.cpus {
 		m.wg.Add(1)
 		go cp.run()

@@ -202,12 +202,24 @@ func (cp *CPU) handleIPIs() {
 		}
 	}
 	if kinds&ipiWakeList != 0 || cp.wakeList.Load() != nil {
+		// The call-function IPI: sched_ttwu_pending() in hard-IRQ
+		// context.
+		cp.c.HardirqEnter()
 		cp.ttwuPending()
+		cp.c.HardirqExit()
 	}
 	if kinds&ipiStopper != 0 {
+		// The stopper thread (process context); migration_cpu_stop()
+		// runs with IRQs off (local_irq_save, then pi_lock and rq lock).
+		cp.c.IrqDisable()
 		cp.migrationStop()
+		cp.c.IrqEnable()
 	}
 	if kinds&ipiBalance != 0 && cp.rq.Curr() == cp.rq.Idle {
+		// nohz_balancer_kick's IPI raises SCHED_SOFTIRQ: the nohz idle
+		// balance runs in softirq context.
+		cp.c.SoftirqEnter()
 		cp.idleBalance()
+		cp.c.SoftirqExit()
 	}
 }

@@ -29,6 +29,8 @@ func (cp *CPU) tick() {
 		cp.nextTick = (c.Now/m.cfg.Tick + 1) * m.cfg.Tick
 	}
 	c.Inc(stats.Ticks)
+	// The timer interrupt: sched_tick() runs in hard-IRQ context.
+	c.HardirqEnter()
 	r.Lock(c)
 	cp.checkDonorHere()
 	if r.Tick(c) {
@@ -39,9 +41,19 @@ func (cp *CPU) tick() {
 	}
 	nr := r.NrRunning()
 	r.Unlock(c)
+	c.HardirqExit()
 	if c.Now-cp.lastBalance >= m.cfg.Balance {
+		// sched_balance_trigger() raises SCHED_SOFTIRQ; the balance
+		// runs in softirq context on the way out of the interrupt.
 		cp.lastBalance = c.Now
+		c.SoftirqEnter()
 		cp.periodicBalance(nr)
+		c.SoftirqExit()
+	}
+	// The stress injectors below stand for tasks and kworkers (kill(),
+	// sched_setaffinity(), a cpuset write): process context.
+	if m.cfg.DomainRebuildEvery > 0 {
+		m.maybeRebuildDomains(c)
 	}
 	if m.cfg.ShuffleEvery > 0 {
 		// One shuffle per ShuffleEvery of busy (ticking) virtual time.

@@ -56,9 +56,12 @@ func (cp *CPU) nextTimer() int64 {
 	return next
 }
 
-// fireTimers runs expired timers: each wakes its task (hrtimer_wakeup).
+// fireTimers runs expired timers: each wakes its task (hrtimer_wakeup),
+// in hard-IRQ context (hrtimer_interrupt).
 func (cp *CPU) fireTimers() {
 	c := cp.c
+	c.HardirqEnter()
+	defer c.HardirqExit()
 	for {
 		cp.timerLock.Lock(c.CPU)
 		if len(cp.timers) == 0 || cp.timers[0].when > c.Now {

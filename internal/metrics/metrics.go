@@ -106,6 +106,7 @@ var counterHelp = map[string]string{
 	"signals_handled":            "Pending signals dequeued by their task on its way back to user mode.",
 	"signal_sleep_aborts":        "Sleeps cut short in try_to_block_task by a pending signal (signal_pending_state).",
 	"spurious_wakes":             "Spurious wake_up_process calls on mutex waiters (stress --spurious-wake-rate).",
+	"domain_rebuilds":            "Sched domain rebuilds (sched_update_domains): one at boot, more with stress --domain-rebuild-interval.",
 	"spurious_wakeups":           "Spurious wake-ups of mutex waiters that found the waiter asleep and woke it.",
 	"mutex_spins":                "Optimistic spins on a running mutex owner before queueing (mutex_optimistic_spin).",
 	"mutex_waiter_spins":         "Optimistic spins of the first mutex waiter on the owner (blocked_on cleared, still on the wait list).",

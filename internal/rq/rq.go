@@ -145,6 +145,20 @@ func (r *RQ) Lock(c *percpu.Ctx) { r.lock.Lock(c.CPU) }
 // Unlock is raw_spin_rq_unlock().
 func (r *RQ) Unlock(c *percpu.Ctx) { r.lock.Unlock(c.CPU) }
 
+// LockIrq is rq_lock_irq(): IRQs off, then raw_spin_rq_lock(). The
+// _irqsave form (rq_lock_irqsave) is the same here: the CPU's IRQ-off
+// sections nest (spinlock.CPU.IrqDisable).
+func (r *RQ) LockIrq(c *percpu.Ctx) {
+	c.IrqDisable()
+	r.lock.Lock(c.CPU)
+}
+
+// UnlockIrq is rq_unlock_irq(): raw_spin_rq_unlock(), then IRQs on.
+func (r *RQ) UnlockIrq(c *percpu.Ctx) {
+	r.lock.Unlock(c.CPU)
+	c.IrqEnable()
+}
+
 // AssertHeld is lockdep_assert_rq_held().
 func (r *RQ) AssertHeld(c *percpu.Ctx) { r.lock.AssertHeld(c.CPU) }
 

@@ -35,16 +35,48 @@ type Validator struct {
 	// seen[h][t] is set once class t has been taken with class h held.
 	seen [NumClasses][NumClasses]atomic.Bool
 
-	mu       sync.Mutex // guards reported
+	mu       sync.Mutex // lockdep's graph_lock: guards reported, usage, sites, usageReported, and the first store of each seen edge
 	reported map[[3]int]bool
 	// OnInversion is called (outside any validator lock) for each newly
 	// seen kind of inversion. Set before the machine starts.
 	OnInversion func(Inversion)
+
+	// usage[k] is class k's usage bits (lock_class.usage_mask), set once
+	// each; sites[k][bit] where each was first set (usage_traces).
+	usage         [NumClasses]Usage
+	sites         [NumClasses][numUsageBits]*site
+	usageReported map[[4]int]bool
+	// OnUsageBug is called (outside any validator lock) for each new IRQ
+	// usage report. Set before the machine starts.
+	OnUsageBug func(UsageBug)
 }
 
 // NewValidator returns an empty validator.
 func NewValidator(on func(Inversion)) *Validator {
-	return &Validator{reported: map[[3]int]bool{}, OnInversion: on}
+	return &Validator{reported: map[[3]int]bool{}, usageReported: map[[4]int]bool{}, OnInversion: on}
+}
+
+// Usage returns the usage bits recorded for class k.
+func (v *Validator) Usage(k Class) Usage {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.usage[k]
+}
+
+// addEdge records the first h -> l dependency under the graph lock and
+// checks it against the IRQ usage of the classes around it.
+func (v *Validator) addEdge(c *CPU, h, l *Lock) {
+	v.mu.Lock()
+	if v.seen[h.class][l.class].Load() {
+		v.mu.Unlock()
+		return
+	}
+	v.seen[h.class][l.class].Store(true)
+	bug, ok := v.checkIrqUsage(c, h, l)
+	v.mu.Unlock()
+	if ok && v.OnUsageBug != nil {
+		v.OnUsageBug(bug)
+	}
 }
 
 // Seen reports whether class t has been taken while class h was held.
@@ -75,7 +107,7 @@ func (v *Validator) check(c *CPU, l *Lock, nested bool) {
 		// detector each atomic load is a synchronisation event).
 		if c.known[h.class]&(1<<l.class) == 0 {
 			if !v.seen[h.class][l.class].Load() {
-				v.seen[h.class][l.class].Store(true)
+				v.addEdge(c, h, l)
 			}
 			c.known[h.class] |= 1 << l.class
 		}
@@ -97,6 +129,14 @@ func (v *Validator) check(c *CPU, l *Lock, nested bool) {
 			default:
 				v.report(c, h, l, "two locks of this class are never nested")
 			}
+		}
+	}
+	// mark_usage. The common case, IRQs off in process context, gives no
+	// bit at all: two loads of the CPU's own fields. Otherwise the CPU's
+	// cache of the class's bits answers, unless a bit is new to it.
+	if c.irqOff == 0 || c.hardirq|c.softirq != 0 {
+		if u := c.usageNow(); u&^c.usageKnown[l.class] != 0 {
+			v.mark(c, l, u)
 		}
 	}
 }

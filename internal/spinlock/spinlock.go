@@ -119,6 +119,14 @@ type CPU struct {
 	nHeld int
 	// known[h] has bit t set once this CPU saw Dep record the edge h -> t.
 	known [NumClasses]uint8
+	// usageKnown[k] is the subset of Dep's usage bits of class k this CPU
+	// has seen set (they are only ever added).
+	usageKnown [NumClasses]Usage
+	// irqOff, hardirq and softirq are the CPU's IRQ state (irq.go).
+	irqOff, hardirq, softirq int32
+	// Describe, if set, names the task running on this CPU and its clock,
+	// for lockdep's reports. Called by the owning goroutine.
+	Describe func() (comm string, now int64)
 
 	Acquisitions atomic.Uint64 // all acquisitions
 	Contended    atomic.Uint64 // acquisitions whose first try failed
@@ -176,6 +184,11 @@ func (l *Lock) Lock(c *CPU) { l.lock(c, false) }
 func (l *Lock) LockNested(c *CPU) { l.lock(c, true) }
 
 func (l *Lock) lock(c *CPU, nested bool) {
+	if irqsaveClass[l.class] {
+		// raw_spin_lock_irqsave: IRQs off before lockdep sees the
+		// acquisition.
+		c.irqOff++
+	}
 	if c.Dep != nil {
 		c.Dep.check(c, l, nested)
 	}
@@ -247,6 +260,15 @@ func (l *Lock) Unlock(c *CPU) {
 	c.held[c.nHeld] = nil
 	l.holder.Store(0)
 	l.mu.Unlock()
+	if irqsaveClass[l.class] {
+		// raw_spin_unlock_irqrestore: IrqEnable, its common case
+		// inline.
+		if c.irqOff > 1 {
+			c.irqOff--
+		} else {
+			c.IrqEnable()
+		}
+	}
 	if c.Hooks != nil {
 		c.Hooks.Yield(c, PointRelease)
 	}

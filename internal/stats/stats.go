@@ -87,6 +87,7 @@ const (
 	SRQSkipLLC           // bailout (g): newidle domains <= LLC skipped
 	SRQDrained           // tasks unlinked by a drain (feature off, domain rebuild)
 	SRQRebuilds          // shard reassignments (domain rebuilds) and toggles run by stress
+	DomainRebuilds       // sched domain rebuilds (sched_update_domains: at boot, and stress --domain-rebuild-interval)
 	NumCounters
 )
 
@@ -108,6 +109,7 @@ var CounterNames = [NumCounters]string{
 	"srq_recheck_moved", "srq_rt_arrived",
 	"srq_bail_overload", "srq_bail_avg_idle", "srq_bail_shard_overload", "srq_bail_ttwu_pending", "srq_discarded",
 	"srq_cost_charged", "srq_skip_llc", "srq_drained", "srq_rebuilds",
+	"domain_rebuilds",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
