@@ -399,6 +399,9 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	if mf.o.Bugs.Has(bugs.SRQPullsDonor) && mf.o.SharedRunq == "" {
 		mf.o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
 	}
+	if mf.o.Bugs.Has(bugs.SRQDrainIRQsOn) {
+		sim.SRQDrainSetup(&mf.o) // the shared runqueue and the toggle that drains it
+	}
 	if mf.o.SharedRunq == "" && mf.o.SRQToggleInterval == 0 {
 		for _, n := range []string{"shared-runq-hooks", "shared-runq-bailouts", "shared-runq-shard-size"} {
 			if mf.set[n] {

@@ -168,3 +168,18 @@ func TestWithoutRace(t *testing.T) {
 		t.Errorf("withoutRace: %q, want %q", got, want)
 	}
 }
+
+// The deterministic replay suggested after a concurrent stress failure
+// keeps every flag of the run (features, injectors, bugs), drops the
+// outputs and the mode, and sets the seed and the deterministic ones.
+func TestReplayCommandKeepsTheRunsFlags(t *testing.T) {
+	mf := &machineFlags{}
+	mf.o.Seed = 3
+	args := []string{"--cpus", "32", "--sched-features", "SHARED_RUNQ", "--srq-toggle-interval", "1ms", "--report", "x.report",
+		"--seed", "3", "--duration=20s", "--deterministic", "--bug", "srq-drain-irqs-on", "--trace=t.json", "--strategy", "random"}
+	got := replayCommand(args, mf, "pct:3", 20*time.Second)
+	want := "proxysim stress --cpus 32 --sched-features SHARED_RUNQ --srq-toggle-interval 1ms --bug srq-drain-irqs-on --seed 3 --deterministic --strategy pct:3 --duration 20s"
+	if got != want {
+		t.Errorf("replay command\n got %s\nwant %s", got, want)
+	}
+}

@@ -125,6 +125,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 				// the control of a SHARED_RUNQ hunt runs SHARED_RUNQ too
 				o.SharedRunq = "on"
 			}
+			if len(only) > 0 && slices.Contains(names, "srq-drain-irqs-on") {
+				sim.SRQDrainSetup(&o) // and its toggle
+			}
 			r, err := sim.Hunt(o, *control)
 			if err != nil {
 				return 0, err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -185,23 +186,30 @@ func writeTrace(r *sim.Run, mf *machineFlags, cmdline string, stderr io.Writer) 
 	}
 }
 
-// reproduceBase is a stress command line for mf's seed, workload and bugs
-// (used to suggest deterministic replays).
-func reproduceBase(mf *machineFlags) string {
-	parts := []string{"proxysim", "stress", "--cpus", fmt.Sprint(mf.o.CPUs), "--workload", shellQuote(mf.o.Workload), "--seed", fmt.Sprint(mf.o.Seed)}
-	for _, b := range mf.o.Bugs.Names() {
-		parts = append(parts, "--bug", b)
-	}
-	if mf.o.NoOptimisticSpin {
-		parts = append(parts, "--optimistic-spin", "off")
-	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"signal-rate", mf.o.SignalRate}, {"signal-fatal", mf.o.SignalFatal}, {"spurious-wake-rate", mf.o.SpuriousWakeRate}, {"lock-interruptible", mf.o.InterruptibleLocks}} {
-		if f.v != 0 {
-			parts = append(parts, "--"+f.name, fmt.Sprint(f.v))
+// replayCommand is the stress command line that replays a concurrent
+// run's seed in deterministic mode with strategy st: the run's own flags
+// (all of them: the workload, bugs, injectors, features), less those that
+// name outputs or the mode, plus the seed and the deterministic ones.
+func replayCommand(args []string, mf *machineFlags, st string, budget time.Duration) string {
+	drop := map[string]bool{"report": true, "trace": true, "cpuprofile": true, "metrics-addr": true, "duration": true,
+		"strategy": true, "deterministic": false, "retry-deterministic": true, "seed": true, "print-report": false}
+	parts := []string{"proxysim", "stress"}
+	for i := 0; i < len(args); i++ {
+		name := strings.TrimLeft(args[i], "-")
+		if !strings.HasPrefix(args[i], "-") || name == "" {
+			parts = append(parts, shellQuote(args[i]))
+			continue
+		}
+		base, _, hasValue := strings.Cut(name, "=")
+		takesValue, known := drop[base]
+		if !known {
+			parts = append(parts, shellQuote(args[i]))
+			continue
+		}
+		if takesValue && !hasValue && i+1 < len(args) {
+			i++ // its value
 		}
 	}
+	parts = append(parts, "--seed", fmt.Sprint(mf.o.Seed), "--deterministic", "--strategy", shellQuote(st), "--duration", budget.String())
 	return strings.Join(parts, " ")
 }

@@ -77,7 +77,7 @@ func (sf *stressFlags) register(fs *flag2) {
 
 // retryDeterministic tries a concurrent failure's seed in deterministic
 // mode with each strategy, and says where it reproduced.
-func retryDeterministic(mf *machineFlags, sc *workload.Scenario, inv string, budget time.Duration, log *zap.Logger) {
+func retryDeterministic(args []string, mf *machineFlags, sc *workload.Scenario, inv string, budget time.Duration, log *zap.Logger) {
 	for _, st := range []string{"time", "random", "pct:3"} {
 		o := mf.o
 		o.Deterministic, o.Strategy = true, st
@@ -89,7 +89,7 @@ func retryDeterministic(mf *machineFlags, sc *workload.Scenario, inv string, bud
 		same := r.Caught && r.Invariant == inv
 		log.Info("deterministic retry of the same seed", zap.String("strategy", st), zap.Bool("violation", r.Caught),
 			zap.String("invariant", r.Invariant), zap.Bool("same_invariant", same), zap.Duration("after", r.Elapsed),
-			zap.String("replay_with", fmt.Sprintf("%s --deterministic --strategy %s --duration %v", reproduceBase(mf), st, budget)))
+			zap.String("replay_with", replayCommand(args, mf, st, budget)))
 	}
 }
 
@@ -206,7 +206,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 			zap.String("task", s.Violations[0].TaskName), zap.String("message", s.Violations[0].Message),
 			zap.String("report", mf.report), zap.String("reproduce", cmdline))
 		if !mf.o.Deterministic && sf.retryDet > 0 {
-			retryDeterministic(mf, sc, s.Violations[0].Name, sf.retryDet, log)
+			retryDeterministic(args, mf, sc, s.Violations[0].Name, sf.retryDet, log)
 		}
 	}
 	if s.Failed() {

@@ -56,6 +56,7 @@ const (
 	BlockedOnPlainRead              // finding F5
 	SRQPullsDonor                   // finding F6: SHARED_RUNQ pulls a mutex-blocked donor / rq->donor (no proxy rule)
 	UpdateDomainsIRQsOn             // SHARED_RUNQ v3: update_domains_fair takes rq locks with IRQs on (lockdep splat at boot)
+	SRQDrainIRQsOn                  // SHARED_RUNQ v3/v4: __shared_runq_drain takes the shard lock with IRQs on
 	NumBugs
 )
 
@@ -157,6 +158,9 @@ var Catalogue = []Bug{
 	{UpdateDomainsIRQsOn, 0, "update-domains-irqs-on", Historical, "SHARED_RUNQ v3 (Aug 2023; reported by K Prateek Nayak, 31 Aug 2023; v4 as posted still uses rq_lock, the series was never merged; fix: rq_lock_irq)",
 		"David Vernet's SHARED_RUNQ added update_domains_fair(), run from sched_update_domains() on every sched domain rebuild (sched_init_domains at boot, partition_sched_domains later): it walks every CPU taking its rq lock with rq_lock(), with IRQs on, from process context (kernel_init at boot), while the tick takes the same lock class in hard-IRQ context. A tick on that CPU while the rebuild holds the lock spins on it forever. K Prateek Nayak's lockdep run hit it at boot: \"inconsistent {IN-HARDIRQ-W} -> {HARDIRQ-ON-W} usage\" of rq->__lock from update_domains_fair <- sched_update_domains <- sched_init_domains <- sched_init_smp. --bug takes the rq locks of the model's domain rebuild (boot, and stress --domain-rebuild-interval) with rq_lock() instead of rq_lock_irq()",
 		"IRQ-usage lockdep: inconsistent lock state of rq->lock (invariant 46), at the first tick after the boot rebuild"},
+	{SRQDrainIRQsOn, 0, "srq-drain-irqs-on", Historical, "SHARED_RUNQ v3/v4 as posted (Aug-Dec 2023, never merged; inferred from the same splat's cause, design note B8; fix: raw_spin_lock_irq)",
+		"__shared_runq_drain(), run by update_domains_fair() and by the SHARED_RUNQ feature toggle, takes each shard's raw spinlock with plain raw_spin_lock from process context, IRQs on, while __enqueue_entity's push takes the same lock class from a wake-up in hard-IRQ context (a timer or the wake-list IPI): a tick arriving while a drain holds the shard lock deadlocks on it. Lockdep reports only the first splat (update-domains-irqs-on at boot) and then turns itself off, so this one was never seen. --bug takes the drain's shard lock with IRQs on. Needs --sched-features SHARED_RUNQ and rebuilds or toggles (the hunt runs --srq-toggle-interval)",
+		"IRQ-usage lockdep on the shard lock, at the first drain: an irq lock inversion (it nests inside the HARDIRQ-safe rq->lock; invariant 47) or an inconsistent lock state (invariant 46)"},
 }
 
 // raceOnly are the entries only the race detector catches.

@@ -57,16 +57,24 @@ func (m *Machine) maybeRebuildDomains(c *percpu.Ctx) {
 // context, no lock held): what other features hook (UpdateDomainsFair,
 // AfterUpdateDomains) runs with it. Returns false if another rebuild is
 // in progress (sched_domains_mutex held).
-func (m *Machine) RebuildDomains(c *percpu.Ctx) bool { return m.schedUpdateDomains(c) }
+func (m *Machine) RebuildDomains(c *percpu.Ctx) bool { return m.rebuildDomainsWith(c, nil) }
 
 // schedUpdateDomains is sched_update_domains(): under sched_domains_mutex,
 // each class's update_domains hook; the model's only one is the fair
 // class's.
-func (m *Machine) schedUpdateDomains(c *percpu.Ctx) bool {
+func (m *Machine) schedUpdateDomains(c *percpu.Ctx) bool { return m.rebuildDomainsWith(c, nil) }
+
+// rebuildDomainsWith is schedUpdateDomains with prepare (if not nil) run
+// first under sched_domains_mutex: the new domains a partition builds
+// before the classes' hooks see them (SHARED_RUNQ's new shards).
+func (m *Machine) rebuildDomainsWith(c *percpu.Ctx, prepare func()) bool {
 	if !m.domainsMu.TryLock() {
 		return false
 	}
 	defer m.domainsMu.Unlock()
+	if prepare != nil {
+		prepare()
+	}
 	c.Inc(stats.DomainRebuilds)
 	m.updateDomainsFair(c)
 	return true

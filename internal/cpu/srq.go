@@ -9,6 +9,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/proxysim/proxysim/internal/percpu"
 	"sync"
 
 	"github.com/proxysim/proxysim/internal/bugs"
@@ -49,6 +50,9 @@ type srqState struct {
 	// audits with every CPU parked).
 	queues []*rq.SharedRunq
 	gen    int
+	// drain are the shared runqueues a rebuild replaced, drained by the
+	// rebuild's AfterUpdateDomains. Guarded by sched_domains_mutex.
+	drain []*rq.SharedRunq
 	// llcDepth[cpu] is how many of cpu's balance spans are <= its LLC
 	// (bailout (g) and v4 skip them).
 	llcDepth []int
@@ -75,6 +79,21 @@ func (m *Machine) enableSRQ(o SRQOptions) {
 	for cpu, r := range m.rqs {
 		q, s := m.homeShard(st.queues, cpu)
 		r.SetSRQ(q, s)
+	}
+	// update_domains_fair: each runqueue (its lock held, IRQs off) gets
+	// its shard of the current shared runqueues; then the ones a rebuild
+	// replaced are drained.
+	m.UpdateDomainsFair = func(_ *percpu.Ctx, r *rq.RQ) {
+		q, s := m.homeShard(st.queues, r.CPU)
+		r.SetSRQ(q, s)
+	}
+	m.AfterUpdateDomains = func(c *percpu.Ctx) {
+		if old := st.drain; old != nil {
+			st.drain = nil
+			// synchronize_rcu(): a pop runs under its rq lock, which
+			// every reassignment has taken since.
+			m.srqDrainAll(c, old, 2)
+		}
 	}
 }
 
@@ -345,18 +364,12 @@ func (cp *CPU) srqTick() {
 // rq_lock_irq: design note B8), then every old shard is drained.
 func (cp *CPU) srqRebuild() {
 	c, m, st := cp.c, cp.m, cp.m.srq
-	old := st.queues
-	st.queues = m.buildSRQs()
-	for cpu, r := range m.rqs {
-		q, s := m.homeShard(st.queues, cpu)
-		r.Lock(c)
-		r.SetSRQ(q, s)
-		r.Unlock(c)
+	if m.rebuildDomainsWith(c, func() {
+		st.drain = st.queues
+		st.queues = m.buildSRQs()
+	}) {
+		c.Inc(stats.SRQRebuilds)
 	}
-	// synchronize_rcu(): a pop runs under its rq lock, which every
-	// reassignment above has taken since.
-	cp.srqDrainAll(old, 2)
-	c.Inc(stats.SRQRebuilds)
 }
 
 // srqToggle flips sched_feat(SHARED_RUNQ) (SCHED_FEAT_CALLBACK): off
@@ -375,7 +388,7 @@ func (cp *CPU) srqToggle() {
 	}
 	cfg.Enabled.Store(false)
 	cp.synchronizeSched()
-	cp.srqDrainAll(st.queues, 1)
+	cp.m.srqDrainAll(cp.c, st.queues, 1)
 	if cfg.Hooks == rq.SRQHooksV4 {
 		cfg.ForceDequeue.Store(false)
 	}
@@ -388,23 +401,25 @@ func (cp *CPU) srqToggle() {
 // still inside one that saw the feature on.
 func (cp *CPU) synchronizeSched() {
 	for _, r := range cp.m.rqs {
-		r.Lock(cp.c)
-		r.Unlock(cp.c)
+		r.LockIrq(cp.c)
+		r.UnlockIrq(cp.c)
 	}
 }
 
-// srqDrainAll is __shared_runq_drain over every shard of qs. The shard
-// lock is taken in process context (rq.Drain: IRQs on in the kernel; the
-// place an IRQ-aware validator must look at, design note B8).
-func (cp *CPU) srqDrainAll(qs []*rq.SharedRunq, why int32) {
-	c := cp.c
+// srqDrainAll is __shared_runq_drain over every shard of qs, from process
+// context. The series as posted takes the shard lock with IRQs on while
+// the enqueue of a wake-up from an interrupt takes it in hard-IRQ
+// context (design note B8); the model takes it with IRQs off, and
+// --bug srq-drain-irqs-on restores the posted form.
+func (m *Machine) srqDrainAll(c *percpu.Ctx, qs []*rq.SharedRunq, why int32) {
+	irqsOn := c.Bug(bugs.SRQDrainIRQsOn)
 	for _, q := range qs {
 		if q == nil {
 			continue
 		}
 		n := 0
 		for _, s := range q.Shards {
-			n += rq.Drain(c, s)
+			n += rq.Drain(c, s, irqsOn)
 		}
 		c.Add(stats.SRQDrained, uint64(n))
 		c.Emit(trace.EvSRQDrain, 0, int32(q.LLC), int32(n), why)

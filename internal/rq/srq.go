@@ -315,12 +315,17 @@ func Pop(c *percpu.Ctx, s *Shard, cpu int, discard bool, stop func() bool) *task
 }
 
 // Drain is __shared_runq_drain() for one shard: unlink every node.
-// Called from the toggle and the domain rebuild, in process context: the
-// kernel takes the shard lock there with plain raw_spin_lock, IRQs on
-// (the IN-HARDIRQ inconsistency of design note B8; the IRQ-aware
-// validator is another branch's work). Returns how many it unlinked.
-func Drain(c *percpu.Ctx, s *Shard) int {
-	s.lock.Lock(c.CPU)
+// Called from the toggle and the domain rebuild, in process context. The
+// series as posted takes the shard lock there with plain raw_spin_lock,
+// IRQs on (irqsOn: --bug srq-drain-irqs-on), while enqueues from hard-IRQ
+// wake-ups take it too: the inconsistency of design note B8. The fixed
+// form is raw_spin_lock_irq. Returns how many it unlinked.
+func Drain(c *percpu.Ctx, s *Shard, irqsOn bool) int {
+	if irqsOn {
+		s.lock.Lock(c.CPU)
+	} else {
+		s.lock.LockIrq(c.CPU)
+	}
 	n := len(s.list)
 	for _, p := range s.list {
 		p.SRQ.Unlink()
@@ -328,6 +333,10 @@ func Drain(c *percpu.Ctx, s *Shard) int {
 	clear(s.list)
 	s.list = s.list[:0]
 	s.n.Store(0)
-	s.lock.Unlock(c.CPU)
+	if irqsOn {
+		s.lock.Unlock(c.CPU)
+	} else {
+		s.lock.UnlockIrq(c.CPU)
+	}
 	return n
 }

@@ -38,6 +38,9 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 	if o.Bugs.Has(bugs.SRQPullsDonor) && o.SharedRunq == "" {
 		o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
 	}
+	if o.Bugs.Has(bugs.SRQDrainIRQsOn) {
+		srqDrainSetup(&o)
+	}
 	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
 	if err != nil {
 		return HuntResult{}, err
@@ -102,3 +105,18 @@ func BugNames() []string {
 	}
 	return out
 }
+
+// srqDrainSetup turns on what srq-drain-irqs-on lives in: the shared
+// runqueue and the stress toggle whose rebuilds and flips drain it.
+func srqDrainSetup(o *Options) {
+	if o.SharedRunq == "" {
+		o.SharedRunq = "on"
+	}
+	if o.SRQToggleInterval == 0 {
+		o.SRQToggleInterval = time.Millisecond
+	}
+}
+
+// SRQDrainSetup is srqDrainSetup for the command line (--bug
+// srq-drain-irqs-on) and for a hunt's control runs.
+func SRQDrainSetup(o *Options) { srqDrainSetup(o) }
