@@ -198,10 +198,13 @@ func reproduceBase(mf *machineFlags) string {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"signal-rate", mf.o.SignalRate}, {"signal-fatal", mf.o.SignalFatal}, {"spurious-wake-rate", mf.o.SpuriousWakeRate}, {"lock-interruptible", mf.o.InterruptibleLocks}} {
+	}{{"signal-rate", mf.o.SignalRate}, {"signal-fatal", mf.o.SignalFatal}, {"spurious-wake-rate", mf.o.SpuriousWakeRate}, {"lock-interruptible", mf.o.InterruptibleLocks}, {"migrate-disable", mf.o.MigrateDisable}} {
 		if f.v != 0 {
 			parts = append(parts, "--"+f.name, fmt.Sprint(f.v))
 		}
+	}
+	if mf.o.HotplugInterval != 0 {
+		parts = append(parts, "--hotplug-interval", mf.o.HotplugInterval.String())
 	}
 	return strings.Join(parts, " ")
 }

@@ -53,6 +53,7 @@ const (
 	IsBlockedPlainRead              // finding F4
 	CoreschedStall                  // core scheduling v3: pick_task favours its first argument on ties
 	CoreStealDonor                  // try_steal_cookie moves a proxy-exec donor (v30 1/7)
+	ReturnToOffline                 // 13
 	NumBugs
 )
 
@@ -145,6 +146,9 @@ var Catalogue = []Bug{
 	{CoreStealDonor, 0, "core-steal-donor", Historical, "v30 (\"sched/core: Don't steal a proxy-exec donor\", July 2026)",
 		"try_steal_cookie, the forced-idle balancer, skipped only src->core_pick and src->curr: it could move src's rq->donor (a blocked donor a proxy runs for) or another mutex-blocked donor to a forced-idle CPU by a non-proxy path. The reference skips p == src->donor and task_is_blocked(p); --bug removes both skips (the v30 patch body was not read: the mechanism is inferred from its title and the reference's code). Needs --core-sched",
 		"audit: donor not queued on its rq / stale donor reference (invariants 4, 5, 16); lost blocked chains (liveness)"},
+	{ReturnToOffline, 13, "return-to-offline", Historical, "v16",
+		"before v16 the return migration of a proxy-migrated donor put it straight back on its wake_cpu; if that CPU went offline while the donor was away, the task was queued on a dead CPU and never ran. v16 dequeues it and wakes it, so select_task_rq's is_cpu_allowed / select_fallback_rq place it (the reference: proxy_needs_return, then ttwu). --bug skips select_task_rq for a returning task and uses wake_cpu. Needs CPU hotplug (bugs --hunt turns on --hotplug-interval 2ms)",
+		"set_task_cpu's offline WARN and the offline-CPU audit (invariant 46)"},
 }
 
 // raceOnly are the entries only the race detector catches.

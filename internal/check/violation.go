@@ -46,6 +46,8 @@ const (
 	InvChargeLedger      Invariant = 37 // class time to the donor, execution time to curr, per proxied interval
 	InvCoreCookie        Invariant = 44 // SMT siblings never execute (rq->curr) tasks of different cookies at once
 	InvCoreStarve        Invariant = 45 // an untagged runnable task on a forced-idle CPU waits at most a bound
+	InvOffline           Invariant = 46 // nothing runs on an offline CPU, nothing is queued or moved there
+	InvMigrateDisabled   Invariant = 47 // a migrate-disabled task changes CPU only by proxy migration (set_task_cpu's exemption)
 )
 
 var invNames = map[Invariant]string{
@@ -61,6 +63,7 @@ var invNames = map[Invariant]string{
 	InvHandoffLiveness: "handoff-liveness", InvWaitAge: "wait-age", InvLostWakeup: "lost-wakeup",
 	InvLivelock: "livelock", InvChargeLedger: "charge-ledger",
 	InvCoreCookie: "core-cookie", InvCoreStarve: "core-starve",
+	InvOffline: "offline-cpu", InvMigrateDisabled: "migrate-disabled",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

@@ -20,6 +20,7 @@ func (m *Machine) audit(horizon int64) {
 	if m.cfg.CoreSched != CoreOff {
 		m.auditCore(horizon)
 	}
+	m.auditHotplug()
 	m.checkLiveness(horizon)
 }
 

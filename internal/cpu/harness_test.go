@@ -392,6 +392,11 @@ func (h *harness) format(e trace.Event) string {
 		return fmt.Sprintf("%s %s stops spinning on %s after %d turns: %s", pre, n(e.Task), h.mutexName(e.A), e.C, how)
 	case trace.EvSpuriousWake:
 		return fmt.Sprintf("%s spurious wake of %s waiting for %s (woken=%v)", pre, n(e.Task), h.mutexName(e.A), e.B == 1)
+	case trace.EvHotplug:
+		step := [...]string{"sched_cpu_deactivate (inactive, balance_push on)", "take_cpu_down (offline)", "sched_cpu_activate (online, active)"}[e.B]
+		return fmt.Sprintf("%s cpu%d hotplug: %s", pre, e.A, step)
+	case trace.EvMigrateDisable:
+		return fmt.Sprintf("%s %s migration_disabled=%d", pre, n(e.Task), e.A)
 	case trace.EvViolation:
 		return fmt.Sprintf("%s VIOLATION invariant %d (%s)", pre, e.A, check.Invariant(e.A).Name())
 	case trace.EvCorePick:

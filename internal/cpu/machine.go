@@ -79,6 +79,12 @@ type Config struct {
 	// CoreStarveBound is how long (virtual ns) an untagged runnable task
 	// may wait on a forced-idle CPU (invariant 45; 0: off).
 	CoreStarveBound int64
+	// Hotplug switches CPU hotplug on (placement tests cpu_active and
+	// cpu_online; offline/online instructions and scenario commands);
+	// HotplugEvery (stress --hotplug-interval) takes a random CPU down or
+	// up every so much virtual time, and implies Hotplug.
+	Hotplug      bool
+	HotplugEvery int64
 	// Live configures the liveness checks run at each audit (lost
 	// hand-offs, wait ages, lost wake-ups, run-scaled progress, livelock);
 	// the zero value switches them off.
@@ -116,6 +122,13 @@ type Machine struct {
 	runner    runner               // how the CPU goroutines interleave
 	cond      *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
 	rto       atomic.Int32         // runqueues with two or more RT tasks
+	// CPU hotplug: hotplug is read-only after New; active and online are
+	// cpu_active_mask and cpu_online_mask (atomic bits, read locklessly);
+	// hpRand and hpNext belong to the barrier (the injector).
+	hotplug        bool
+	active, online []atomic.Bool
+	hpRand         *rand.Rand
+	hpNext         int64
 	live      *audit.Liveness      // the liveness checks' memory (audits only)
 	stopReq   chan struct{}
 	stopping  atomic.Bool
@@ -212,6 +225,23 @@ func New(cfg Config) (*Machine, error) {
 		m.cond.SetClocks(clocks)
 	}
 	m.buildSpans()
+	m.hotplug = cfg.Hotplug || cfg.HotplugEvery > 0
+	m.active = make([]atomic.Bool, cfg.CPUs)
+	m.online = make([]atomic.Bool, cfg.CPUs)
+	for i := range m.active {
+		m.active[i].Store(true)
+		m.online[i].Store(true)
+	}
+	if m.hotplug {
+		if cfg.CoreSched != CoreOff {
+			return nil, fmt.Errorf("cpu: CPU hotplug with core scheduling is not modelled")
+		}
+		m.hpRand = rand.New(rand.NewPCG(cfg.Seed, 0x686f74706c7567))
+		m.hpNext = cfg.HotplugEvery
+		for _, cp := range m.cpus {
+			cp.c.CPUOnline = m.cpuOnline
+		}
+	}
 	if cfg.CoreSched != CoreOff {
 		m.enableCoreSched()
 	}

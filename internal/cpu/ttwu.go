@@ -89,6 +89,11 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 		}
 	}
 	cpu := m.selectTaskRQ(c, p)
+	if c.Bug(bugs.ReturnToOffline) && p.CPU() != p.WakeCPU {
+		// Before v16: a returning donor goes straight back to wake_cpu,
+		// online or not.
+		cpu = p.WakeCPU
+	}
 	if cpu != p.CPU() {
 		why := trace.ReasonWake
 		if p.CPU() != p.WakeCPU {
@@ -200,6 +205,9 @@ func (m *Machine) queueWakeList(c *percpu.Ctx, p *task.Task, target int) {
 // nr_running read without its lock). There is no hotplug (every CPU is
 // active) and no sched_ext.
 func (m *Machine) ttwuQueueCond(c *percpu.Ctx, p *task.Task, cpu int) bool {
+	if !m.cpuActive(cpu) {
+		return false // no wake list while the CPU is in hotplug state
+	}
 	if !p.CPUsMask.Has(cpu) {
 		return false
 	}
@@ -274,7 +282,7 @@ func (cp *CPU) ttwuPending() {
 		if p.CPU() != r.CPU {
 			rq.SetTaskCPU(c, p, r.CPU, false, trace.ReasonWake)
 		}
-		if !p.CPUsMask.Has(r.CPU) {
+		if !p.AllowedOn(r.CPU) {
 			// Its affinity changed while it sat on this wake list (the
 			// mask is written under this rq lock too, so this read is
 			// stable): place it on an allowed CPU instead.
@@ -316,10 +324,19 @@ func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 	}
 	prev := p.WakeCPU
 	mask := &p.CPUsMask
-	if p.NrCPUsAllowed == 1 {
-		return mask.Next(0)
+	if p.NrCPUsAllowed == 1 || p.MigrationDisabled > 0 {
+		// cpumask_any(p->cpus_ptr): a migrate-disabled task goes back to
+		// the CPU it is pinned to.
+		cpu := mask.Next(0)
+		if p.PinnedCPU >= 0 {
+			cpu = p.PinnedCPU
+		}
+		if m.hotplug && !m.isCPUAllowed(p, cpu) {
+			cpu = m.selectFallbackRQ(c, p.CPU(), p)
+		}
+		return cpu
 	}
-	if mask.Has(prev) && m.rqs[prev].IsIdle() {
+	if mask.Has(prev) && m.cpuActive(prev) && m.rqs[prev].IsIdle() {
 		return prev
 	}
 	rt := p.SE.Policy.RT()
@@ -338,7 +355,7 @@ func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 		}
 		for i := 0; i < n; i++ {
 			cpu := span[(start+i)%n]
-			if !mask.Has(cpu) {
+			if !mask.Has(cpu) || !m.cpuActive(cpu) {
 				continue
 			}
 			o := m.rqs[cpu]
@@ -370,6 +387,11 @@ func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 	}
 	if best < 0 {
 		best = mask.Next(0)
+	}
+	if m.hotplug && !m.isCPUAllowed(p, best) {
+		// select_task_rq(): the class's pick is not allowed (inactive:
+		// going down or offline).
+		best = m.selectFallbackRQ(c, p.CPU(), p)
 	}
 	return best
 }

@@ -44,13 +44,22 @@ const (
 	EvSpuriousWake               // Task=woken waiter, A=mutex, B=1 if it woke it
 	EvSpin                       // Task, A=mutex, B=1 if the first waiter's spin: optimistic spinning starts
 	EvSpinEnd                    // Task, A=mutex, B=SpinEnd* (how it ended), C=turns
+	EvHotplug                    // A=cpu, B=Hotplug* step
+	EvMigrateDisable             // Task, A=new migration_disabled depth
 	NumKinds
 )
 
 var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
-	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end"}
+	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end", "hotplug", "migrate_disable"}
+
+// CPU hotplug steps (EvHotplug's B).
+const (
+	HotplugDeactivate = 0 // sched_cpu_deactivate: cpu_active cleared, balance_push on
+	HotplugDying      = 1 // take_cpu_down / sched_cpu_dying: cpu_online cleared
+	HotplugActivate   = 2 // bring-up and sched_cpu_activate: online and active again
+)
 
 // How an optimistic spin ended (EvSpinEnd's B).
 const (
@@ -77,10 +86,11 @@ const (
 	ReasonActivation
 	ReasonAffinity
 	ReasonWake
+	ReasonHotplug
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{"load_balance", "proxy", "chain", "return", "activation", "affinity", "wake"}
+var reasonNames = [NumReasons]string{"load_balance", "proxy", "chain", "return", "activation", "affinity", "wake", "hotplug"}
 
 func (r MigrateReason) String() string {
 	if r >= 0 && r < NumReasons {
