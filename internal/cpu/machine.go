@@ -118,10 +118,10 @@ type Machine struct {
 	Rep   *check.Reporter
 	Stats []*stats.CPU
 
-	bar       barrier
-	runner    runner               // how the CPU goroutines interleave
-	cond      *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
-	rto       atomic.Int32         // runqueues with two or more RT tasks
+	bar    barrier
+	runner runner               // how the CPU goroutines interleave
+	cond   *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
+	rto    atomic.Int32         // runqueues with two or more RT tasks
 	// CPU hotplug: hotplug is read-only after New; active and online are
 	// cpu_active_mask and cpu_online_mask (atomic bits, read locklessly);
 	// hpRand and hpNext belong to the barrier (the injector).
@@ -129,16 +129,16 @@ type Machine struct {
 	active, online []atomic.Bool
 	hpRand         *rand.Rand
 	hpNext         int64
-	live      *audit.Liveness      // the liveness checks' memory (audits only)
-	stopReq   chan struct{}
-	stopping  atomic.Bool
-	stopWhy   atomic.Pointer[string]
-	started   bool
-	wg        sync.WaitGroup
-	epochs    atomic.Uint64
-	detected  atomic.Int64 // wall clock (unix ns) of the first violation
-	wallStart time.Time
-	wallEnd   time.Time
+	live           *audit.Liveness // the liveness checks' memory (audits only)
+	stopReq        chan struct{}
+	stopping       atomic.Bool
+	stopWhy        atomic.Pointer[string]
+	started        bool
+	wg             sync.WaitGroup
+	epochs         atomic.Uint64
+	detected       atomic.Int64 // wall clock (unix ns) of the first violation
+	wallStart      time.Time
+	wallEnd        time.Time
 	// Stuck is set when CPUs did not stop after a hang or violation.
 	Stuck bool
 	// HangDump holds goroutine stacks captured by the watchdog.

@@ -9,25 +9,25 @@ type OpKind uint8
 // duration is drawn uniformly from [Min, Max] with the task's own seeded
 // random source.
 const (
-	OpCompute  OpKind = iota // run on the CPU for a duration
-	OpLock                   // mutex_lock(Mutex), or _interruptible/_killable (LockMode)
-	OpUnlock                 // mutex_unlock(Mutex)
-	OpSleep                  // sleep for a duration (schedule_hrtimeout)
-	OpWait                   // sleep until woken by another task (TASK_INTERRUPTIBLE, no timeout)
-	OpWake                   // wake_up_process(Target)
-	OpYield                  // sched_yield()
-	OpAffinity               // sched_setaffinity(Target or self, Mask)
-	OpSetPrio                // sched_setscheduler(Target or self, Policy, Prio)
-	OpLoop                   // jump to Jump; Count times (0: forever), then fall through
-	OpChoose                 // with probability Prob jump to Jump, else fall through
-	OpExit                   // do_exit()
-	OpCookie                 // prctl(PR_SCHED_CORE): set the core-scheduling cookie (Prio) of Target or self
-	OpSignal                 // kill(Target, a signal with a handler): interrupts INTERRUPTIBLE waits
-	OpKill                   // kill(Target, SIGKILL): interrupts KILLABLE waits too; the target exits
-	OpMigrateDisable         // migrate_disable(): pin the task to its CPU (nests)
-	OpMigrateEnable          // migrate_enable(): end the innermost migrate_disable region
-	OpCPUOffline             // echo 0 > /sys/devices/system/cpu/cpuN/online (CPU): request, do not wait
-	OpCPUOnline              // echo 1 > /sys/devices/system/cpu/cpuN/online (CPU): request, do not wait
+	OpCompute        OpKind = iota // run on the CPU for a duration
+	OpLock                         // mutex_lock(Mutex), or _interruptible/_killable (LockMode)
+	OpUnlock                       // mutex_unlock(Mutex)
+	OpSleep                        // sleep for a duration (schedule_hrtimeout)
+	OpWait                         // sleep until woken by another task (TASK_INTERRUPTIBLE, no timeout)
+	OpWake                         // wake_up_process(Target)
+	OpYield                        // sched_yield()
+	OpAffinity                     // sched_setaffinity(Target or self, Mask)
+	OpSetPrio                      // sched_setscheduler(Target or self, Policy, Prio)
+	OpLoop                         // jump to Jump; Count times (0: forever), then fall through
+	OpChoose                       // with probability Prob jump to Jump, else fall through
+	OpExit                         // do_exit()
+	OpCookie                       // prctl(PR_SCHED_CORE): set the core-scheduling cookie (Prio) of Target or self
+	OpSignal                       // kill(Target, a signal with a handler): interrupts INTERRUPTIBLE waits
+	OpKill                         // kill(Target, SIGKILL): interrupts KILLABLE waits too; the target exits
+	OpMigrateDisable               // migrate_disable(): pin the task to its CPU (nests)
+	OpMigrateEnable                // migrate_enable(): end the innermost migrate_disable region
+	OpCPUOffline                   // echo 0 > /sys/devices/system/cpu/cpuN/online (CPU): request, do not wait
+	OpCPUOnline                    // echo 1 > /sys/devices/system/cpu/cpuN/online (CPU): request, do not wait
 	NumOps
 )
 
