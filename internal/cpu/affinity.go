@@ -142,6 +142,7 @@ func (cp *CPU) migrationStop() {
 			if dest := m.nextActive(&p.CPUsMask, 0); dest >= 0 && m.isCPUAllowed(p, dest) {
 				m.moveQueuedTask(c, pr, p, dest, trace.ReasonAffinity)
 			} else {
+				p.StopFailed = true // the kernel's XXX: stays on a dodgy CPU
 				pr.Unlock(c)
 			}
 		}

@@ -170,7 +170,10 @@ func (cp *CPU) checkSwitchIn(prev, next *task.Task) {
 	if m.hotplug && !m.cpuOnline(r.CPU) {
 		m.Report(c, check.InvOffline, next, fmt.Sprintf("%v switched in on offline cpu%d", next, r.CPU))
 	}
-	if !next.CPUsMask.Has(r.CPU) && next.PinnedCPU != r.CPU {
+	if next.StopFailed && next.CPUsMask.Has(r.CPU) {
+		next.StopFailed = false
+	}
+	if !next.CPUsMask.Has(r.CPU) && next.PinnedCPU != r.CPU && !next.StopFailed {
 		m.Report(c, check.InvAffinity, next, fmt.Sprintf("%v executes on cpu%d outside its mask %v (wake_cpu %d)", next, r.CPU, next.CPUsMask, next.WakeCPU))
 	}
 	if next != prev && next.IsBlocked() {

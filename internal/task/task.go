@@ -178,6 +178,14 @@ type Task struct {
 	CPUsMask       Mask
 	NrCPUsAllowed  int
 	MigrationReady bool // protected by the rq lock: affinity moved away from a running task; move it when it switches out
+	// StopFailed (rq lock): the stopper could not move the task off a CPU
+	// its mask no longer allows, because the destination went inactive
+	// meanwhile (migration_cpu_stop's "XXX __migrate_task() can fail ...
+	// we might end up running on a dodgy CPU ... only during CPU
+	// hotplug"). The kernel tolerates it until the task's next placement;
+	// so do the affinity checks. Cleared when it next runs on an allowed
+	// CPU.
+	StopFailed bool
 	// MigrationDisabled is p->migration_disabled, the migrate_disable()
 	// nesting depth. Written by the task itself while it runs (the kernel
 	// does so with preemption off); read by its own CPU, or by others only
