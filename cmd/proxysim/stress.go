@@ -54,6 +54,9 @@ func stressDefaults() sim.Options {
 	o.JitterDelay = 20 * time.Microsecond
 	o.Stutter = 5 * time.Second
 	o.ShuffleInterval = 20 * time.Millisecond
+	// One critical section in ten runs migrate-disabled: migrate-disabled
+	// donors and owners for the proxy paths (set_task_cpu's exemption).
+	o.MigrateDisable = 0.1
 	return o
 }
 

@@ -20,7 +20,7 @@ func TestSetTaskCPUHotplugWarns(t *testing.T) {
 	var got []check.Invariant
 	online := []bool{true, true, false}
 	c := &percpu.Ctx{CPU: spinlock.NewCPU(0), Trace: trace.NewLog(1, 64).Rings[0], Stats: &stats.CPU{}, Proxy: true,
-		OnWarn: func(_ *percpu.Ctx, inv check.Invariant, _ int, _, _ string) { got = append(got, inv) },
+		OnWarn:    func(_ *percpu.Ctx, inv check.Invariant, _ int, _, _ string) { got = append(got, inv) },
 		CPUOnline: func(cpu int) bool { return online[cpu] }}
 	expect := func(what string, want ...check.Invariant) {
 		t.Helper()

@@ -422,19 +422,21 @@ func matchingUnlock(ops []task.Op, i int) int {
 	return -1
 }
 
-// jumpsCross reports whether a jump leaves [i, j] from inside or enters
-// (i, j] from outside, or the section exits.
+// jumpsCross reports whether a jump leaves the critical section [i, j]
+// (from inside to anywhere but (i, j]), enters it past its lock (from
+// outside into (i, j]), or the section exits: wrapping it would leave a
+// migrate_disable without its migrate_enable.
 func jumpsCross(ops []task.Op, i, j int) bool {
 	for k, op := range ops {
-		if op.Kind == task.OpExit && k > i && k < j {
+		inside := k >= i && k <= j
+		if op.Kind == task.OpExit && inside {
 			return true
 		}
 		if op.Kind != task.OpLoop && op.Kind != task.OpChoose {
 			continue
 		}
-		in := k >= i && k <= j
-		to := op.Jump > i && op.Jump <= j
-		if in != (op.Jump >= i && op.Jump <= j) || (!in && to) {
+		into := op.Jump > i && op.Jump <= j
+		if inside != into {
 			return true
 		}
 	}
