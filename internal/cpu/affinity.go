@@ -36,6 +36,9 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	c.Emit(trace.EvAffinity, int32(p.ID), int32(mask.Next(0)), int32(p.NrCPUsAllowed), 0)
 	dest := m.nextActive(&mask, p.CPU())
 	running := p == r.Curr() || p.OnCPU()
+	// TASK_WAKING and not on a CPU: p sits on task_cpu(p)'s wake list
+	// (ttwu holds pi_lock until it is queued there, and we hold it now).
+	waking := !running && p.State() == task.Waking
 	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && !(running && p.CPU() == p.WakeCPU && !mask.Has(p.CPU())) && (running || p.MigrationDisabled == 0) {
 		// v11: a home CPU that is no longer allowed moves with the mask.
 		// Not for a task running at home that the stopper is to move:
@@ -47,11 +50,17 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	switch {
 	case mask.Has(p.CPU()):
 		// Nothing to move.
-	case running:
+	case running || waking:
+		// task_on_cpu() or TASK_WAKING: affine_move_task cannot decide
+		// here and punts to the stopper of task_cpu(p), which flushes
+		// that CPU's wake list first (a waking p is then queued there)
+		// and moves p.
 		p.MigrationReady = true
 		cp := m.cpus[r.CPU]
 		cp.stopWork = append(cp.stopWork, p)
-		r.ReschedCurr(c)
+		if running {
+			r.ReschedCurr(c)
+		}
 		m.sendIPI(c, r.CPU, ipiStopper)
 	case p.Queued() && p != r.Donor(c) && p.MigrationDisabled == 0:
 		// affine_move_task exempts only rq->donor (not curr): a donor
@@ -94,6 +103,10 @@ func (m *Machine) moveQueuedTask(c *percpu.Ctx, src *rq.RQ, p *task.Task, dest i
 // (move_queued_task), and the CPU reschedules.
 func (cp *CPU) migrationStop() {
 	c, r, m := cp.c, cp.rq, cp.m
+	// flush_smp_call_function_queue(): pending wake-ups are enqueued
+	// first, so that a task that was TASK_WAKING on this CPU's wake list
+	// is queued here and can be moved.
+	cp.ttwuPending()
 	r.Lock(c)
 	work := cp.stopWork
 	cp.stopWork = nil

@@ -270,7 +270,6 @@ func (cp *CPU) ttwuPending() {
 		p = next
 	}
 	r.Lock(c)
-	var misplaced []*task.Task
 	for i := len(list) - 1; i >= 0; i-- {
 		p := list[i]
 		if on := p.OnRQ(); on != task.OnRQNone {
@@ -282,26 +281,11 @@ func (cp *CPU) ttwuPending() {
 		if p.CPU() != r.CPU {
 			rq.SetTaskCPU(c, p, r.CPU, false, trace.ReasonWake)
 		}
-		if !p.AllowedOn(r.CPU) {
-			// Its affinity changed while it sat on this wake list (the
-			// mask is written under this rq lock too, so this read is
-			// stable): place it on an allowed CPU instead.
-			misplaced = append(misplaced, p)
-			continue
-		}
+		// A mask changed while p sat here (TASK_WAKING) sent this CPU's
+		// stopper, which runs after this and moves p (affine_move_task).
 		cp.m.ttwuDoActivate(c, r, p)
 	}
 	r.Unlock(c)
-	for _, p := range misplaced {
-		p.PiLock.Lock(c.CPU)
-		dest := cp.m.selectTaskRQ(c, p)
-		rq.SetTaskCPU(c, p, dest, false, trace.ReasonAffinity)
-		dr := cp.m.rqs[dest]
-		dr.Lock(c)
-		cp.m.ttwuDoActivate(c, dr, p)
-		dr.Unlock(c)
-		p.PiLock.Unlock(c.CPU)
-	}
 	if c.Bug(bugs.EarlyActivation) {
 		return // the waker activated at the end of try_to_wake_up
 	}
