@@ -170,6 +170,9 @@ func (cp *CPU) checkSwitchIn(prev, next *task.Task) {
 	if m.hotplug && !m.cpuOnline(r.CPU) {
 		m.Report(c, check.InvOffline, next, fmt.Sprintf("%v switched in on offline cpu%d", next, r.CPU))
 	}
+	if next.PinnedCPU >= 0 && next.PinnedCPU != r.CPU {
+		m.Report(c, check.InvMigrateDisabled, next, fmt.Sprintf("migrate-disabled %v (pinned to cpu%d) switched in on cpu%d", next, next.PinnedCPU, r.CPU))
+	}
 	if next.StopFailed && next.CPUsMask.Has(r.CPU) {
 		next.StopFailed = false
 	}

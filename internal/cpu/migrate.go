@@ -60,7 +60,9 @@ func (cp *CPU) migrateEnableAffinity(p *task.Task) {
 	p.PiLock.Lock(c.CPU)
 	r.Lock(c)
 	p.PinnedCPU = -1
-	if !p.CPUsMask.Has(r.CPU) || !m.cpuActive(r.CPU) {
+	// Done if this CPU is in the mask, even while it is going down:
+	// balance_push moves p at its next __schedule.
+	if !p.CPUsMask.Has(r.CPU) {
 		p.MigrationReady = true
 		cp.stopWork = append(cp.stopWork, p)
 		r.ReschedCurr(c)
