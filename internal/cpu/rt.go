@@ -26,6 +26,11 @@ import (
 // RT-overloaded (queue_balance_callback).
 func (cp *CPU) queueRTBalance(prev, next *task.Task) {
 	c, r := cp.c, cp.rq
+	if cp.balancePush {
+		// queue_balance_callback() queues nothing while balance_push is
+		// installed (the CPU is going down, or not up yet).
+		return
+	}
 	if next.RT() {
 		if r.NrRT() >= 2 {
 			r.QueueBalanceCallback(c, rq.BalanceCallback{Name: "push_rt_tasks", Fn: cp.m.pushRTTasks})

@@ -280,7 +280,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty instruction", edit(`{"compute": "1ms"}`, `{}`),
 			`groups[0].program[1]: empty instruction`, 8},
 		{"unknown instruction", edit(`{"lock": "$0"}`, `{"lok": "$0"}`),
-			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit, cookie, signal, kill, lock_interruptible, lock_killable)`, 7},
+			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit, cookie, signal, kill, migrate_disable, migrate_enable, offline, online, lock_interruptible, lock_killable)`, 7},
 		{"bad duration", edit(`"1ms"`, `"1 ms"`),
 			`groups[0].program[1].compute: bad duration "1 ms"`, 8},
 		{"duration without unit", edit(`"1ms"`, `"100"`),
