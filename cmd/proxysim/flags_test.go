@@ -37,6 +37,7 @@ func TestFlagAndPathErrors(t *testing.T) {
 	abba := scenario("abba.json", `{"mutexes": ["a", "b"], "groups": [
   {"name": "g", "count": 2, "program": [{"lock": "a"}, {"lock": "b"}, {"compute": "1ms"}, {"unlock": "b"}, {"unlock": "a"}]},
   {"name": "h", "count": 2, "program": [{"lock": "b"}, {"lock": "a"}, {"compute": "1ms"}, {"unlock": "a"}, {"unlock": "b"}]}]}`)
+	offline7 := scenario("off7.json", `{"groups": [{"name": "h", "program": [{"offline": 7}, {"sleep": "1ms"}]}]}`)
 	cases := []struct {
 		args []string
 		want string // in the error line
@@ -46,6 +47,10 @@ func TestFlagAndPathErrors(t *testing.T) {
 		{[]string{"run", "--hang-timeout", "0"}, "--hang-timeout must be positive"},
 		{[]string{"run", "--hang-timeout", "-1s"}, "--hang-timeout must be positive"},
 		{[]string{"stress", "--retry-deterministic", "-1s"}, "--retry-deterministic must not be negative"},
+		{[]string{"stress", "--hotplug-interval", "-1ms"}, "--hotplug-interval must not be negative"},
+		{[]string{"stress", "--migrate-disable", "2"}, "--migrate-disable 2 out of range 0-1"},
+		{[]string{"stress", "--cpus", "4", "--core-sched", "--hotplug-interval", "1ms"}, "CPU hotplug with core scheduling is not modelled"},
+		{[]string{"run", "--cpus", "4", "--sim-time", "10ms", "--workload", offline7}, offline7 + ": line 1: groups[0].program[0]: offline: cpu 7 out of range"},
 		{[]string{"run", "--strategy", "foo"}, "--strategy"},
 		{[]string{"run", "--strategy", "pct:0"}, "--strategy"},
 		{[]string{"run", "--strategy", "random"}, "add --deterministic"},

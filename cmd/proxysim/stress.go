@@ -54,6 +54,9 @@ func stressDefaults() sim.Options {
 	o.JitterDelay = 20 * time.Microsecond
 	o.Stutter = 5 * time.Second
 	o.ShuffleInterval = 20 * time.Millisecond
+	// One critical section in ten runs migrate-disabled: migrate-disabled
+	// donors and owners for the proxy paths (set_task_cpu's exemption).
+	o.MigrateDisable = 0.1
 	return o
 }
 
@@ -70,6 +73,8 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.Float64Var(&sf.o.SignalRate, "signal-rate", def.SignalRate, "signals sent per second of busy virtual time per CPU, half of them to random mutex waiters (0: off)")
 	fs.Float64Var(&sf.o.SignalFatal, "signal-fatal", def.SignalFatal, "fraction of --signal-rate's signals that are SIGKILL (the task exits when it handles one)")
 	fs.Float64Var(&sf.o.SpuriousWakeRate, "spurious-wake-rate", def.SpuriousWakeRate, "spurious wake_up_process calls on random mutex waiters per second of busy virtual time per CPU (0: off)")
+	fs.DurationVar(&sf.o.HotplugInterval, "hotplug-interval", def.HotplugInterval, "virtual time between CPU hotplug operations: a random CPU (seeded) taken down, or brought back up, never the last active one (0: off)")
+	fs.Float64Var(&sf.o.MigrateDisable, "migrate-disable", def.MigrateDisable, "probability that a critical section of the workload runs in a migrate_disable() region (0: off)")
 	fs.Float64Var(&sf.o.InterruptibleLocks, "lock-interruptible", def.InterruptibleLocks, "probability that a lock instruction of the workload becomes mutex_lock_interruptible (half of them _killable)")
 	fs.DurationVar(&sf.statInterval, "stat-interval", 10*time.Second, "print a statistics line this often (0: never)")
 	fs.DurationVar(&sf.retryDet, "retry-deterministic", 20*time.Second, "after a concurrent-mode failure, try the same seed in deterministic mode with each strategy for this long (0: don't)")
@@ -108,6 +113,7 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 		{"spurious-wake-rate", sf.o.SpuriousWakeRate, 1e6, "0-1e6"},
 		{"signal-fatal", sf.o.SignalFatal, 1, "0-1"},
 		{"lock-interruptible", sf.o.InterruptibleLocks, 1, "0-1"},
+		{"migrate-disable", sf.o.MigrateDisable, 1, "0-1"},
 	} {
 		if !(r.v >= 0 && r.v <= r.max) { // NaN fails both
 			return usagef("--%s %v out of range %s", r.name, r.v, r.rng)
@@ -119,7 +125,7 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"stutter", sf.o.Stutter}, {"shuffle-interval", sf.o.ShuffleInterval}, {"srq-toggle-interval", sf.o.SRQToggleInterval}, {"domain-rebuild-interval", sf.o.DomainRebuildInterval}, {"stat-interval", sf.statInterval}, {"retry-deterministic", sf.retryDet}} {
+	}{{"stutter", sf.o.Stutter}, {"shuffle-interval", sf.o.ShuffleInterval}, {"srq-toggle-interval", sf.o.SRQToggleInterval}, {"domain-rebuild-interval", sf.o.DomainRebuildInterval}, {"hotplug-interval", sf.o.HotplugInterval}, {"stat-interval", sf.statInterval}, {"retry-deterministic", sf.retryDet}} {
 		if d.v < 0 {
 			return usagef("--%s must not be negative (0: off), not %v", d.name, d.v)
 		}
@@ -181,6 +187,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		zap.Duration("stutter", mf.o.Stutter), zap.Duration("shuffle_interval", mf.o.ShuffleInterval), zap.Duration("domain_rebuild_interval", mf.o.DomainRebuildInterval),
 		zap.Float64("signal_rate", mf.o.SignalRate), zap.Float64("spurious_wake_rate", mf.o.SpuriousWakeRate),
 		zap.Float64("lock_interruptible", mf.o.InterruptibleLocks),
+		zap.Duration("hotplug_interval", mf.o.HotplugInterval), zap.Float64("migrate_disable", mf.o.MigrateDisable),
 		zap.Duration("epoch", mf.o.Epoch), zap.Int("audit_every", mf.o.AuditEvery), zap.String("report", mf.report),
 		zap.Int("shard", mf.serve.shard), zap.Int("shards", mf.serve.shards), zap.String("metrics_addr", mf.serve.metricsAddr))
 

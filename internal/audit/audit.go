@@ -86,13 +86,13 @@ func (a *auditor) queues() {
 				a.fail(check.InvOneQueue, cpu, p, "%v is DEAD but queued", p)
 			}
 			runnable := !a.cfg.Proxy || !blockedPeek(p)
-			if runnable && !p.CPUsMask.Has(cpu) && !p.MigrationReady {
+			if runnable && !p.CPUsMask.Has(cpu) && !p.MigrationReady && p.PinnedCPU != cpu && !p.StopFailed {
 				a.fail(check.InvRunnableInMask, cpu, p, "runnable %v queued on cpu%d outside its mask %v (wake_cpu %d)", p, cpu, p.CPUsMask, p.WakeCPU)
 			}
 			if cfg := a.cfg; cfg.ProgressBound > 0 && runnable && p != r.Curr() && cfg.Horizon-p.SE.Runnable > cfg.ProgressBound {
 				a.fail(check.InvProgress, cpu, p, "runnable %v has waited %d ns on cpu%d without running (bound %d)", p, cfg.Horizon-p.SE.Runnable, cpu, cfg.ProgressBound)
 			}
-			if p.CPU() != p.WakeCPU && !blockedPeek(p) && !p.MigrationReady {
+			if p.CPU() != p.WakeCPU && !blockedPeek(p) && !p.MigrationReady && p.MigrationDisabled == 0 && !p.StopFailed {
 				a.fail(check.InvWakeCPU, cpu, p, "%v queued on cpu%d away from wake_cpu %d but not blocked", p, cpu, p.WakeCPU)
 			}
 		}
@@ -117,7 +117,7 @@ func (a *auditor) queues() {
 		case task.OnRQMigrating:
 			a.fail(check.InvOneQueue, p.CPU(), p, "%v is MIGRATING at a quiescent point: a move was left half done", p)
 		}
-		if p.State() != task.Dead && !p.CPUsMask.Has(p.WakeCPU) && !p.MigrationReady {
+		if p.State() != task.Dead && !p.CPUsMask.Has(p.WakeCPU) && !p.MigrationReady && p.MigrationDisabled == 0 {
 			a.fail(check.InvWakeCPU, p.CPU(), p, "%v has wake_cpu %d outside its mask %v", p, p.WakeCPU, p.CPUsMask)
 		}
 	}
@@ -139,7 +139,7 @@ func (a *auditor) onCPU() {
 		if !curr.OnCPU() {
 			a.fail(check.InvSingleRun, cpu, curr, "%v is curr on cpu%d without on_cpu", curr, cpu)
 		}
-		if !curr.CPUsMask.Has(cpu) {
+		if !curr.CPUsMask.Has(cpu) && curr.MigrationDisabled == 0 && !curr.StopFailed {
 			a.fail(check.InvAffinity, cpu, curr, "%v executes on cpu%d outside its mask %v", curr, cpu, curr.CPUsMask)
 		}
 		if a.cfg.Proxy && blockedPeek(curr) && !r.NeedResched() {

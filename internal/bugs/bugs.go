@@ -57,6 +57,7 @@ const (
 	SRQPullsDonor                   // finding F6: SHARED_RUNQ pulls a mutex-blocked donor / rq->donor (no proxy rule)
 	UpdateDomainsIRQsOn             // SHARED_RUNQ v3: update_domains_fair takes rq locks with IRQs on (lockdep splat at boot)
 	SRQDrainIRQsOn                  // SHARED_RUNQ v3/v4: __shared_runq_drain takes the shard lock with IRQs on
+	ReturnToOffline                 // 13
 	NumBugs
 )
 
@@ -161,6 +162,9 @@ var Catalogue = []Bug{
 	{SRQDrainIRQsOn, 0, "srq-drain-irqs-on", Historical, "SHARED_RUNQ v3/v4 as posted (Aug-Dec 2023, never merged; inferred from the same splat's cause, design note B8; fix: raw_spin_lock_irq)",
 		"__shared_runq_drain(), run by update_domains_fair() and by the SHARED_RUNQ feature toggle, takes each shard's raw spinlock with plain raw_spin_lock from process context, IRQs on, while __enqueue_entity's push takes the same lock class from a wake-up in hard-IRQ context (a timer or the wake-list IPI): a tick arriving while a drain holds the shard lock deadlocks on it. Lockdep reports only the first splat (update-domains-irqs-on at boot) and then turns itself off, so this one was never seen. --bug takes the drain's shard lock with IRQs on. Needs --sched-features SHARED_RUNQ and rebuilds or toggles (the hunt runs --srq-toggle-interval)",
 		"IRQ-usage lockdep on the shard lock, at the first drain: an irq lock inversion (it nests inside the HARDIRQ-safe rq->lock; invariant 47) or an inconsistent lock state (invariant 46)"},
+	{ReturnToOffline, 13, "return-to-offline", Historical, "v16",
+		"before v16 the return migration of a proxy-migrated donor put it straight back on its wake_cpu; if that CPU went offline while the donor was away, the task was queued on a dead CPU and never ran. v16 dequeues it and wakes it, so select_task_rq's is_cpu_allowed / select_fallback_rq place it (the reference: proxy_needs_return, then ttwu). --bug skips select_task_rq for a returning task and uses wake_cpu. Needs CPU hotplug (bugs --hunt turns on --hotplug-interval 2ms)",
+		"set_task_cpu's offline WARN and the offline-CPU audit (invariant 48)"},
 }
 
 // raceOnly are the entries only the race detector catches.

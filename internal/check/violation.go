@@ -48,6 +48,8 @@ const (
 	InvCoreStarve        Invariant = 45 // an untagged runnable task on a forced-idle CPU waits at most a bound
 	InvIRQLockUsage      Invariant = 46 // a lock class is never both taken in an IRQ context and taken (or held) with that IRQ enabled (lockdep: inconsistent lock state)
 	InvIRQLockOrder      Invariant = 47 // no IRQ-safe lock class is ordered before an IRQ-unsafe one (lockdep: irq lock inversion, safe -> unsafe order)
+	InvOffline           Invariant = 48 // nothing runs on an offline CPU, nothing is queued or moved there
+	InvMigrateDisabled   Invariant = 49 // a migrate-disabled task changes CPU only by proxy migration (set_task_cpu's exemption)
 )
 
 var invNames = map[Invariant]string{
@@ -64,6 +66,7 @@ var invNames = map[Invariant]string{
 	InvLivelock: "livelock", InvChargeLedger: "charge-ledger",
 	InvCoreCookie: "core-cookie", InvCoreStarve: "core-starve",
 	InvIRQLockUsage: "irq-lock-usage", InvIRQLockOrder: "irq-lock-order",
+	InvOffline: "offline-cpu", InvMigrateDisabled: "migrate-disabled",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

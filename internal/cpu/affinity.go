@@ -24,7 +24,9 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	}
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
-	if p.State() == task.Dead {
+	if p.State() == task.Dead || !m.anyActive(&mask) {
+		// cpumask_any_and_distribute(cpu_active_mask, new_mask) found
+		// nothing: -EINVAL, nothing changes.
 		r.Unlock(c)
 		p.PiLock.Unlock(c.CPU)
 		return
@@ -33,12 +35,12 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	p.NrCPUsAllowed = mask.Weight()
 	p.PublishMask()
 	c.Emit(trace.EvAffinity, int32(p.ID), int32(mask.Next(0)), int32(p.NrCPUsAllowed), 0)
-	dest := mask.Next(p.CPU())
-	if dest < 0 {
-		dest = mask.Next(0)
-	}
+	dest := m.nextActive(&mask, p.CPU())
 	running := p == r.Curr() || p.OnCPU()
-	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && !(running && p.CPU() == p.WakeCPU && !mask.Has(p.CPU())) {
+	// TASK_WAKING and not on a CPU: p sits on task_cpu(p)'s wake list
+	// (ttwu holds pi_lock until it is queued there, and we hold it now).
+	waking := !running && p.State() == task.Waking
+	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && !(running && p.CPU() == p.WakeCPU && !mask.Has(p.CPU())) && (running || p.MigrationDisabled == 0) {
 		// v11: a home CPU that is no longer allowed moves with the mask.
 		// Not for a task running at home that the stopper is to move:
 		// its move (set_task_cpu) sets wake_cpu, and a later mask that
@@ -49,13 +51,19 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	switch {
 	case mask.Has(p.CPU()):
 		// Nothing to move.
-	case running:
+	case running || waking:
+		// task_on_cpu() or TASK_WAKING: affine_move_task cannot decide
+		// here and punts to the stopper of task_cpu(p), which flushes
+		// that CPU's wake list first (a waking p is then queued there)
+		// and moves p.
 		p.MigrationReady = true
 		cp := m.cpus[r.CPU]
 		cp.stopWork = append(cp.stopWork, p)
-		r.ReschedCurr(c)
+		if running {
+			r.ReschedCurr(c)
+		}
 		m.sendIPI(c, r.CPU, ipiStopper)
-	case p.Queued() && p != r.Donor(c):
+	case p.Queued() && p != r.Donor(c) && p.MigrationDisabled == 0:
 		// affine_move_task exempts only rq->donor (not curr): a donor
 		// boosting a proxy may stay; every other queued task, a
 		// mutex-blocked one too, moves (and its wake_cpu with it).
@@ -102,6 +110,10 @@ func (m *Machine) moveQueuedTaskLocked(c *percpu.Ctx, src *rq.RQ, p *task.Task, 
 // (move_queued_task), and the CPU reschedules.
 func (cp *CPU) migrationStop() {
 	c, r, m := cp.c, cp.rq, cp.m
+	// flush_smp_call_function_queue(): pending wake-ups are enqueued
+	// first, so that a task that was TASK_WAKING on this CPU's wake list
+	// is queued here and can be moved.
+	cp.ttwuPending()
 	r.Lock(c)
 	work := cp.stopWork
 	cp.stopWork = nil
@@ -123,6 +135,7 @@ func (cp *CPU) migrationStop() {
 			continue
 		}
 		if p == r.Curr() {
+			migrateDisableSwitch(r, p)
 			// The stopper preempts it: switch to the idle task (standing
 			// in for the stop thread) so that p is no longer running.
 			r.UpdateCurr(c)
@@ -132,7 +145,11 @@ func (cp *CPU) migrationStop() {
 			r.SetNextTask(c)
 			r.PublishPrio(c)
 		}
-		if p == r.Donor(c) || (p.IsBlocked() && proxy.TaskIsBlocked(c, p)) {
+		if p.MigrationDisabled > 0 {
+			// is_migration_disabled(): out; migrate_enable() sends the
+			// stopper again.
+			pr.Unlock(c)
+		} else if p == r.Donor(c) || (p.IsBlocked() && proxy.TaskIsBlocked(c, p)) {
 			// A donor asleep in its wait loop (is_blocked, read under
 			// this rq lock, and blocked_on set) may stay outside its
 			// mask; the return path places it once it can run. A task
@@ -141,10 +158,34 @@ func (cp *CPU) migrationStop() {
 			// it moves like any other.
 			pr.Unlock(c)
 		} else {
-			dest := p.CPUsMask.Next(0)
-			m.moveQueuedTask(c, pr, p, dest, trace.ReasonAffinity)
+			// __migrate_task(): only to an allowed CPU (is_cpu_allowed).
+			if dest := m.nextActive(&p.CPUsMask, 0); dest >= 0 && m.isCPUAllowed(p, dest) {
+				m.moveQueuedTask(c, pr, p, dest, trace.ReasonAffinity)
+			} else {
+				p.StopFailed = true // the kernel's XXX: stays on a dodgy CPU
+				pr.Unlock(c)
+			}
 		}
 		p.PiLock.Unlock(c.CPU)
 	}
 	r.SetNeedResched()
 }
+
+// nextActive is the first CPU of mask at or after from (wrapping) that
+// is active: cpumask_any_and_distribute(cpu_active_mask, mask) in
+// effect. -1 if there is none.
+func (m *Machine) nextActive(mask *task.Mask, from int) int {
+	for cpu := mask.Next(from); cpu >= 0; cpu = mask.Next(cpu + 1) {
+		if m.cpuActive(cpu) {
+			return cpu
+		}
+	}
+	for cpu := mask.Next(0); cpu >= 0 && cpu < from; cpu = mask.Next(cpu + 1) {
+		if m.cpuActive(cpu) {
+			return cpu
+		}
+	}
+	return -1
+}
+
+func (m *Machine) anyActive(mask *task.Mask) bool { return m.nextActive(mask, 0) >= 0 }

@@ -38,6 +38,7 @@ func (m *Machine) audit(horizon int64) {
 			}
 		}
 	}
+	m.auditHotplug()
 	m.checkLiveness(horizon)
 }
 

@@ -115,6 +115,9 @@ func (b *barrier) advanceLocked() {
 	if m.cfg.AuditEvery > 0 && e%uint64(m.cfg.AuditEvery) == 0 {
 		m.audit(h)
 	}
+	if m.hotplug {
+		m.hotplugEpoch(h)
+	}
 	if m.cfg.OnEpoch != nil {
 		m.cfg.OnEpoch(m, h)
 	}

@@ -107,6 +107,9 @@ func (cp *CPU) schedule(preempt bool) {
 					continue
 				}
 			}
+			if n != next && n.MigrationDisabled > 0 {
+				c.Inc(stats.MigrateDisabledProxy) // a migrate-disabled owner runs as a proxy
+			}
 			next = n
 		}
 		break
@@ -115,6 +118,9 @@ func (cp *CPU) schedule(preempt bool) {
 		r.ClearNeedResched()
 	}
 	if next != prev {
+		if prev != r.Idle {
+			migrateDisableSwitch(r, prev)
+		}
 		cp.switchTo(prev, next)
 	}
 	// The pick itself takes time (not charged to any task): a CPU that
@@ -125,6 +131,9 @@ func (cp *CPU) schedule(preempt bool) {
 	r.SetNextTask(c)
 	r.PublishPrio(c)
 	r.RunBalanceCallbacks(c)
+	if cp.balancePush {
+		cp.balancePushCB()
+	}
 	r.Unlock(c)
 	c.IrqEnable() // finish_task_switch: raw_spin_rq_unlock_irq()
 }
@@ -171,7 +180,16 @@ func (cp *CPU) checkSwitchIn(prev, next *task.Task) {
 	if !next.Queued() || !next.SE.Queued || next.SE.QueueCPU != r.CPU {
 		m.Report(c, check.InvQueuedHere, next, fmt.Sprintf("%v switched in on cpu%d but is not queued here (on_rq=%d, class queue cpu%d)", next, r.CPU, next.OnRQ(), next.SE.QueueCPU))
 	}
-	if !next.CPUsMask.Has(r.CPU) {
+	if m.hotplug && !m.cpuOnline(r.CPU) {
+		m.Report(c, check.InvOffline, next, fmt.Sprintf("%v switched in on offline cpu%d", next, r.CPU))
+	}
+	if next.PinnedCPU >= 0 && next.PinnedCPU != r.CPU {
+		m.Report(c, check.InvMigrateDisabled, next, fmt.Sprintf("migrate-disabled %v (pinned to cpu%d) switched in on cpu%d", next, next.PinnedCPU, r.CPU))
+	}
+	if next.StopFailed && next.CPUsMask.Has(r.CPU) {
+		next.StopFailed = false
+	}
+	if !next.CPUsMask.Has(r.CPU) && next.PinnedCPU != r.CPU && !next.StopFailed {
 		m.Report(c, check.InvAffinity, next, fmt.Sprintf("%v executes on cpu%d outside its mask %v (wake_cpu %d)", next, r.CPU, next.CPUsMask, next.WakeCPU))
 	}
 	if next != prev && next.IsBlocked() {

@@ -458,7 +458,7 @@ func (m *Machine) tryStealCookie(c *percpu.Ctx, this, that int) bool {
 		if !c.Bug(bugs.CoreStealDonor) && (p == src.Donor(c) || proxy.TaskIsBlocked(c, p)) {
 			continue
 		}
-		if !p.CPUsMask.Has(this) || p.CoreOccupation > dst.Idle.CoreOccupation {
+		if !m.isCPUAllowed(p, this) || p.CoreOccupation > dst.Idle.CoreOccupation {
 			continue
 		}
 		src.DeactivateTask(c, p, rq.DequeueMigrating)

@@ -20,7 +20,7 @@ func (cp *CPU) movable(src *rq.RQ, t *task.Task, dst int) bool {
 	if t == src.Curr() || t == src.Donor(c) || t.OnCPU() || !t.Queued() || t.MigrationReady {
 		return false
 	}
-	if !t.CPUsMask.Has(dst) {
+	if !t.AllowedOn(dst) || !cp.m.cpuActive(dst) {
 		return false
 	}
 	return !proxy.TaskIsBlocked(c, t)
@@ -99,7 +99,9 @@ func (cp *CPU) findBusiest(span []int, min int) *rq.RQ {
 	for _, part := range [2][]int{span[start:], span[:start]} {
 		for _, cpu := range part {
 			o := m.rqs[cpu]
-			if o == cp.rq {
+			if o == cp.rq || !m.cpuActive(cpu) {
+				// An inactive CPU left the scheduling domains
+				// (cpuset_cpu_inactive rebuilds them without it).
 				continue
 			}
 			if nr := o.NrRunning(); nr > bestN {
@@ -119,6 +121,9 @@ func (cp *CPU) findBusiest(span []int, min int) *rq.RQ {
 // Returns true if it pulled or something arrived meanwhile.
 func (cp *CPU) newidleBalance() bool {
 	c, r := cp.c, cp.rq
+	if !cp.m.cpuActive(cp.id) {
+		return false // no sched domain while going down
+	}
 	if cp.m.cfg.NewidleCost > 0 {
 		// the balancing time is charged to nobody (after put_prev)
 		defer r.SkipUncharged(c)
@@ -161,6 +166,9 @@ func (cp *CPU) newidleBalance() bool {
 // the smallest domain that has a runqueue to pull from.
 func (cp *CPU) idleBalance() {
 	c, r := cp.c, cp.rq
+	if !cp.m.cpuActive(cp.id) {
+		return
+	}
 	for _, span := range cp.m.spans(cp.id) {
 		busiest := cp.findBusiest(span, 2)
 		if busiest == nil {
@@ -183,6 +191,9 @@ func (cp *CPU) idleBalance() {
 // idle CPU (the nearest first) to pull from us (nohz).
 func (cp *CPU) periodicBalance(nr int) {
 	c, r, m := cp.c, cp.rq, cp.m
+	if !m.cpuActive(cp.id) {
+		return
+	}
 	spans := m.spans(cp.id)
 	if m.srq != nil && cp.id == 0 {
 		// The top domain's balance recomputes rd->overload
@@ -219,7 +230,7 @@ func (cp *CPU) periodicBalance(nr int) {
 		start := int(c.Rand.IntN(n))
 		for i := 0; i < n; i++ {
 			o := m.rqs[span[(start+i)%n]]
-			if o != r && o.IsIdle() {
+			if o != r && o.IsIdle() && m.cpuActive(o.CPU) {
 				m.sendIPI(c, o.CPU, ipiBalance)
 				return
 			}

@@ -114,6 +114,22 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		}
 		h.m.setCPUsAllowed(h.m.cpus[from].c, p, mask)
 		return h.events()
+	case "offline", "online":
+		// offline cpu=N / online cpu=N: post a hotplug request; CPU N
+		// takes it at its next step (run cpu=N). Needs hotplug=on.
+		req := hpDown
+		if d.Cmd == "online" {
+			req = hpUp
+		}
+		h.m.hotplugRequest(nil, h.intArg(t, d, "cpu", 0), req)
+		return h.events()
+	case "barrier":
+		// An epoch barrier with every CPU stopped (stop_machine): the
+		// take_cpu_down of every dying CPU that is empty one grace
+		// period after it went inactive.
+		h.m.epochs.Add(1)
+		h.m.hotplugEpoch(0)
+		return h.events()
 	case "clock":
 		cpu := h.intArg(t, d, "cpu", 0)
 		var at string
@@ -178,6 +194,8 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 			cfg.CoreSched = cs
 		case "optimistic-spin":
 			cfg.NoOptimisticSpin = a.Vals[0] == "off"
+		case "hotplug":
+			cfg.Hotplug = a.Vals[0] == "on"
 		case "topology":
 			tp, err := topology.Parse(a.Vals[0])
 			if err != nil {
@@ -306,6 +324,8 @@ func (h *harness) program(t *testing.T, d *datadriven.TestData) *task.Program {
 			op.Jump, _ = strconv.Atoi(f[1])
 		case task.OpCookie:
 			op.Prio, _ = strconv.Atoi(f[1])
+		case task.OpCPUOffline, task.OpCPUOnline:
+			op.CPU, _ = strconv.Atoi(f[1])
 		}
 		pr.Ops = append(pr.Ops, op)
 	}
@@ -430,6 +450,11 @@ func (h *harness) format(e trace.Event) string {
 		return fmt.Sprintf("%s %s stops spinning on %s after %d turns: %s", pre, n(e.Task), h.mutexName(e.A), e.C, how)
 	case trace.EvSpuriousWake:
 		return fmt.Sprintf("%s spurious wake of %s waiting for %s (woken=%v)", pre, n(e.Task), h.mutexName(e.A), e.B == 1)
+	case trace.EvHotplug:
+		step := [...]string{"sched_cpu_deactivate (inactive, balance_push on)", "take_cpu_down (offline)", "sched_cpu_activate (online, active)"}[e.B]
+		return fmt.Sprintf("%s cpu%d hotplug: %s", pre, e.A, step)
+	case trace.EvMigrateDisable:
+		return fmt.Sprintf("%s %s migration_disabled=%d", pre, n(e.Task), e.A)
 	case trace.EvViolation:
 		return fmt.Sprintf("%s VIOLATION invariant %d (%s)", pre, e.A, check.Invariant(e.A).Name())
 	case trace.EvCorePick:
@@ -499,7 +524,14 @@ func (h *harness) state() string {
 			q = append(q, p.Name)
 		}
 		sort.Strings(q)
-		fmt.Fprintf(&b, "cpu%d: curr=%s donor=%s queued=[%s] need_resched=%v\n", c, h.name(int32(r.Curr().ID)), h.name(int32(r.PeekDonor().ID)), strings.Join(q, " "), r.NeedResched())
+		fmt.Fprintf(&b, "cpu%d: curr=%s donor=%s queued=[%s] need_resched=%v", c, h.name(int32(r.Curr().ID)), h.name(int32(r.PeekDonor().ID)), strings.Join(q, " "), r.NeedResched())
+		switch {
+		case !m.cpuOnline(c):
+			b.WriteString(" offline")
+		case !m.cpuActive(c):
+			b.WriteString(" inactive")
+		}
+		b.WriteString("\n")
 	}
 	names := make([]string, 0, len(h.tasks))
 	for n := range h.tasks {
@@ -515,6 +547,12 @@ func (h *harness) state() string {
 		}
 		if isb {
 			b.WriteString(" is_blocked")
+		}
+		if p.MigrationDisabled > 0 {
+			fmt.Fprintf(&b, " migration_disabled=%d", p.MigrationDisabled)
+		}
+		if p.PinnedCPU >= 0 {
+			fmt.Fprintf(&b, " pinned=cpu%d", p.PinnedCPU)
 		}
 		if donor != nil {
 			fmt.Fprintf(&b, " blocked_donor=%s", donor.Name)

@@ -57,21 +57,25 @@ func (cp *CPU) step(p *task.Task) {
 
 // ops dispatches each instruction kind to its handler.
 var ops = [...]func(cp *CPU, p *task.Task, op *task.Op){
-	task.OpCompute:  (*CPU).opCompute,
-	task.OpLock:     (*CPU).opLock,
-	task.OpUnlock:   (*CPU).opUnlock,
-	task.OpSleep:    (*CPU).opSleep,
-	task.OpWait:     (*CPU).opWait,
-	task.OpWake:     (*CPU).opWake,
-	task.OpYield:    (*CPU).opYield,
-	task.OpAffinity: (*CPU).opAffinity,
-	task.OpSetPrio:  (*CPU).opSetPrio,
-	task.OpLoop:     (*CPU).opLoop,
-	task.OpChoose:   (*CPU).opChoose,
-	task.OpExit:     (*CPU).opExit,
-	task.OpCookie:   (*CPU).opCookie,
-	task.OpSignal:   (*CPU).opSignal,
-	task.OpKill:     (*CPU).opSignal,
+	task.OpCompute:        (*CPU).opCompute,
+	task.OpLock:           (*CPU).opLock,
+	task.OpUnlock:         (*CPU).opUnlock,
+	task.OpSleep:          (*CPU).opSleep,
+	task.OpWait:           (*CPU).opWait,
+	task.OpWake:           (*CPU).opWake,
+	task.OpYield:          (*CPU).opYield,
+	task.OpAffinity:       (*CPU).opAffinity,
+	task.OpSetPrio:        (*CPU).opSetPrio,
+	task.OpLoop:           (*CPU).opLoop,
+	task.OpChoose:         (*CPU).opChoose,
+	task.OpExit:           (*CPU).opExit,
+	task.OpCookie:         (*CPU).opCookie,
+	task.OpSignal:         (*CPU).opSignal,
+	task.OpKill:           (*CPU).opSignal,
+	task.OpMigrateDisable: (*CPU).opMigrateDisable,
+	task.OpMigrateEnable:  (*CPU).opMigrateEnable,
+	task.OpCPUOffline:     (*CPU).opCPUHotplug,
+	task.OpCPUOnline:      (*CPU).opCPUHotplug,
 }
 
 // opCompute runs compute for at most the budget to the next tick, timer or epoch end.
@@ -548,6 +552,7 @@ func (cp *CPU) exit(p *task.Task) {
 		cp.unlock(p, ex.Held[len(ex.Held)-1])
 	}
 	ex.Exited = true
+	cp.dropMigrateDisable(p)
 	cp.endRequest(p)
 	p.Stats.ExitAt = cp.c.Now
 	p.SetState(task.Dead)

@@ -90,6 +90,12 @@ type Config struct {
 	// (stress --domain-rebuild-interval; 0: only the one at boot). One
 	// machine-wide rebuild per period, by the first CPU whose tick passes it.
 	DomainRebuildEvery int64
+	// Hotplug switches CPU hotplug on (placement tests cpu_active and
+	// cpu_online; offline/online instructions and scenario commands);
+	// HotplugEvery (stress --hotplug-interval) takes a random CPU down or
+	// up every so much virtual time, and implies Hotplug.
+	Hotplug      bool
+	HotplugEvery int64
 	// Live configures the liveness checks run at each audit (lost
 	// hand-offs, wait ages, lost wake-ups, run-scaled progress, livelock);
 	// the zero value switches them off.
@@ -123,19 +129,26 @@ type Machine struct {
 	Rep   *check.Reporter
 	Stats []*stats.CPU
 
-	bar      barrier
-	runner   runner               // how the CPU goroutines interleave
-	cond     *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
-	rto      atomic.Int32         // runqueues with two or more RT tasks
-	rtoMask  rq.OverloadMask      // which runqueues those are (rto_mask)
-	live     *audit.Liveness      // the liveness checks' memory (audits only)
-	srq      *srqState            // SHARED_RUNQ, nil unless configured
-	stopReq  chan struct{}
-	stopping atomic.Bool
-	stopWhy  atomic.Pointer[string]
-	started  bool
-	wg       sync.WaitGroup
-	epochs   atomic.Uint64
+	bar     barrier
+	runner  runner               // how the CPU goroutines interleave
+	cond    *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
+	rto     atomic.Int32         // runqueues with two or more RT tasks
+	rtoMask rq.OverloadMask      // which runqueues those are (rto_mask)
+	// CPU hotplug: hotplug is read-only after New; active and online are
+	// cpu_active_mask and cpu_online_mask (atomic bits, read locklessly);
+	// hpRand and hpNext belong to the barrier (the injector).
+	hotplug        bool
+	active, online []atomic.Bool
+	hpRand         *rand.Rand
+	hpNext         int64
+	live           *audit.Liveness // the liveness checks' memory (audits only)
+	srq            *srqState       // SHARED_RUNQ, nil unless configured
+	stopReq        chan struct{}
+	stopping       atomic.Bool
+	stopWhy        atomic.Pointer[string]
+	started        bool
+	wg             sync.WaitGroup
+	epochs         atomic.Uint64
 	// domainsMu is sched_domains_mutex: one rebuild at a time (TryLock
 	// only: a CPU goroutine must not block in Go while the conductor
 	// waits for it). nextRebuild is the virtual time of the next
@@ -259,6 +272,23 @@ func New(cfg Config) (*Machine, error) {
 	}
 	m.buildSpans()
 	m.nextRebuild.Store(cfg.DomainRebuildEvery)
+	m.hotplug = cfg.Hotplug || cfg.HotplugEvery > 0
+	m.active = make([]atomic.Bool, cfg.CPUs)
+	m.online = make([]atomic.Bool, cfg.CPUs)
+	for i := range m.active {
+		m.active[i].Store(true)
+		m.online[i].Store(true)
+	}
+	if m.hotplug {
+		if cfg.CoreSched != CoreOff {
+			return nil, fmt.Errorf("cpu: CPU hotplug with core scheduling is not modelled")
+		}
+		m.hpRand = rand.New(rand.NewPCG(cfg.Seed, 0x686f74706c7567))
+		m.hpNext = cfg.HotplugEvery
+		for _, cp := range m.cpus {
+			cp.c.CPUOnline = m.cpuOnline
+		}
+	}
 	if cfg.CoreSched != CoreOff {
 		m.enableCoreSched()
 	}

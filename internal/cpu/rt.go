@@ -26,6 +26,11 @@ import (
 // RT-overloaded (queue_balance_callback).
 func (cp *CPU) queueRTBalance(prev, next *task.Task) {
 	c, r := cp.c, cp.rq
+	if cp.balancePush {
+		// queue_balance_callback() queues nothing while balance_push is
+		// installed (the CPU is going down, or not up yet).
+		return
+	}
 	if next.RT() {
 		if r.NrRT() >= 2 {
 			r.QueueBalanceCallback(c, rq.BalanceCallback{Name: "push_rt_tasks", Fn: cp.m.pushRTTasks})
@@ -135,7 +140,7 @@ func moveChain(c *percpu.Ctx, src, dst *rq.RQ, tasks []*task.Task) {
 func rtCandidates(c *percpu.Ctx, r *rq.RQ) []*task.Task {
 	var out []*task.Task
 	for _, t := range r.Tasks() {
-		if t.RT() && !proxy.TaskIsBlocked(c, t) {
+		if t.RT() && t.PinnedCPU < 0 && !proxy.TaskIsBlocked(c, t) {
 			out = append(out, t)
 		}
 	}
@@ -154,8 +159,8 @@ func rtCandidates(c *percpu.Ctx, r *rq.RQ) []*task.Task {
 func (m *Machine) findLowestRQ(from int, mask *task.Mask, prio int) int {
 	worst := prio
 	for cpu := mask.Next(0); cpu >= 0; cpu = mask.Next(cpu + 1) {
-		if cpu == from {
-			continue
+		if cpu == from || !m.cpuActive(cpu) {
+			continue // cpupri covers the root domain's online runqueues
 		}
 		if pr := m.rqs[cpu].CurrPrio(); pr > worst {
 			worst = pr
@@ -166,7 +171,7 @@ func (m *Machine) findLowestRQ(from int, mask *task.Mask, prio int) int {
 	}
 	for _, span := range m.spans(from) {
 		for _, cpu := range span {
-			if cpu != from && mask.Has(cpu) && m.rqs[cpu].CurrPrio() == worst {
+			if cpu != from && mask.Has(cpu) && m.cpuActive(cpu) && m.rqs[cpu].CurrPrio() == worst {
 				return cpu
 			}
 		}
@@ -216,6 +221,9 @@ func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
 // task (or chain) from an RT-overloaded runqueue whose priority beats
 // ours.
 func (m *Machine) pullRTTask(c *percpu.Ctx, r *rq.RQ) {
+	if !m.cpuActive(r.CPU) {
+		return // rq_offline_rt: not in the root domain any more
+	}
 	// The root domain's rto_mask: every RT-overloaded runqueue.
 	n := len(m.rqs)
 	start := int(c.Rand.IntN(n))

@@ -25,6 +25,8 @@ const (
 	ipiWakeList                    // sched_ttwu_pending: activate the wake list
 	ipiBalance                     // nohz_balancer_kick: an idle CPU should pull
 	ipiStopper                     // stop_one_cpu(migration_cpu_stop): move an affinity-broken curr
+	ipiHotplug                     // a hotplug request is posted (hpReq)
+	ipiPush                        // stop_one_cpu_nowait(__balance_push_cpu_stop): push curr off a dying CPU
 )
 
 // CPU is one simulated CPU: a goroutine, its runqueue and its context.
@@ -70,6 +72,22 @@ type CPU struct {
 	// stopWork lists tasks whose affinity no longer allows this CPU and
 	// which were running when it changed. Protected by the rq lock.
 	stopWork []*task.Task
+
+	// CPU hotplug (internal/cpu/hotplug.go). hpReq is the pending request,
+	// posted by any CPU or the barrier, taken by this CPU.
+	hpReq atomic.Int32
+	// deactEpoch is the epoch count at sched_cpu_deactivate (written by
+	// this CPU under its rq lock, read at the barrier).
+	deactEpoch uint64
+	// balancePush is rq->balance_callback == &balance_push_callback;
+	// pushTask is __balance_push_cpu_stop's task (push_work). Both
+	// protected by the rq lock.
+	balancePush bool
+	pushTask    *task.Task
+	// nrPinned is rq->nr_pinned: migrate-disabled tasks that ran here.
+	// Written by the task running here (the kernel: this_rq() with
+	// preemption off); read by this CPU and at the barrier.
+	nrPinned int
 }
 
 func (cp *CPU) pending() bool {
@@ -165,6 +183,15 @@ func (cp *CPU) run() {
 func (cp *CPU) iterate(horizon int64) bool {
 	c, r := cp.c, cp.rq
 	mutantPanic(cp)
+	if cp.m.hotplug {
+		if cp.hpReq.Load() != hpNone {
+			cp.takeHotplugRequest()
+		}
+		if !cp.m.cpuOnline(cp.id) {
+			cp.offlineIdle()
+			return true
+		}
+	}
 	if cp.pending() {
 		cp.handleIPIs()
 	}
@@ -213,6 +240,13 @@ func (cp *CPU) handleIPIs() {
 		// runs with IRQs off (local_irq_save, then pi_lock and rq lock).
 		cp.c.IrqDisable()
 		cp.migrationStop()
+		cp.c.IrqEnable()
+	}
+	if kinds&ipiPush != 0 {
+		// The stopper again: __balance_push_cpu_stop() takes pi_lock
+		// with raw_spin_lock_irq, then the rq lock.
+		cp.c.IrqDisable()
+		cp.balancePushStop()
 		cp.c.IrqEnable()
 	}
 	if kinds&ipiBalance != 0 && cp.rq.Curr() == cp.rq.Idle {

@@ -20,16 +20,21 @@ func (cp *CPU) armTimer(p *task.Task, when int64) uint64 {
 	cp.timerID++
 	id := cp.timerID
 	cp.timers = append(cp.timers, timer{when: when, id: id, p: p})
-	// keep sorted by (when, id): lists are short
-	for i := len(cp.timers) - 1; i > 0; i-- {
-		a, b := cp.timers[i-1], cp.timers[i]
+	sortTimers(cp.timers)
+	cp.timerLock.Unlock(c.CPU)
+	return id
+}
+
+// sortTimers moves the last timer into place, keeping the list sorted by
+// (when, id); lists are short. Called once per appended timer.
+func sortTimers(ts []timer) {
+	for i := len(ts) - 1; i > 0; i-- {
+		a, b := ts[i-1], ts[i]
 		if a.when < b.when || (a.when == b.when && a.id < b.id) {
 			break
 		}
-		cp.timers[i-1], cp.timers[i] = b, a
+		ts[i-1], ts[i] = b, a
 	}
-	cp.timerLock.Unlock(c.CPU)
-	return id
 }
 
 // cancelTimer removes timer id from CPU owner's list, from CPU c.

@@ -89,6 +89,11 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 		}
 	}
 	cpu := m.selectTaskRQ(c, p)
+	if c.Bug(bugs.ReturnToOffline) && p.CPU() != p.WakeCPU {
+		// Before v16: a returning donor goes straight back to wake_cpu,
+		// online or not.
+		cpu = p.WakeCPU
+	}
 	if cpu != p.CPU() {
 		why := trace.ReasonWake
 		if p.CPU() != p.WakeCPU {
@@ -200,6 +205,9 @@ func (m *Machine) queueWakeList(c *percpu.Ctx, p *task.Task, target int) {
 // nr_running read without its lock). There is no hotplug (every CPU is
 // active) and no sched_ext.
 func (m *Machine) ttwuQueueCond(c *percpu.Ctx, p *task.Task, cpu int) bool {
+	if !m.cpuActive(cpu) {
+		return false // no wake list while the CPU is in hotplug state
+	}
 	if !p.CPUsMask.Has(cpu) {
 		return false
 	}
@@ -265,7 +273,6 @@ func (cp *CPU) ttwuPending() {
 		p = next
 	}
 	r.Lock(c)
-	var misplaced []*task.Task
 	for i := len(list) - 1; i >= 0; i-- {
 		p := list[i]
 		if on := p.OnRQ(); on != task.OnRQNone {
@@ -277,26 +284,11 @@ func (cp *CPU) ttwuPending() {
 		if p.CPU() != r.CPU {
 			rq.SetTaskCPU(c, p, r.CPU, false, trace.ReasonWake)
 		}
-		if !p.CPUsMask.Has(r.CPU) {
-			// Its affinity changed while it sat on this wake list (the
-			// mask is written under this rq lock too, so this read is
-			// stable): place it on an allowed CPU instead.
-			misplaced = append(misplaced, p)
-			continue
-		}
+		// A mask changed while p sat here (TASK_WAKING) sent this CPU's
+		// stopper, which runs after this and moves p (affine_move_task).
 		cp.m.ttwuDoActivate(c, r, p)
 	}
 	r.Unlock(c)
-	for _, p := range misplaced {
-		p.PiLock.Lock(c.CPU)
-		dest := cp.m.selectTaskRQ(c, p)
-		rq.SetTaskCPU(c, p, dest, false, trace.ReasonAffinity)
-		dr := cp.m.rqs[dest]
-		dr.Lock(c)
-		cp.m.ttwuDoActivate(c, dr, p)
-		dr.Unlock(c)
-		p.PiLock.Unlock(c.CPU)
-	}
 	if c.Bug(bugs.EarlyActivation) {
 		return // the waker activated at the end of try_to_wake_up
 	}
@@ -319,10 +311,19 @@ func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 	}
 	prev := p.WakeCPU
 	mask := &p.CPUsMask
-	if p.NrCPUsAllowed == 1 {
-		return mask.Next(0)
+	if p.NrCPUsAllowed == 1 || p.MigrationDisabled > 0 {
+		// cpumask_any(p->cpus_ptr): a migrate-disabled task goes back to
+		// the CPU it is pinned to.
+		cpu := mask.Next(0)
+		if p.PinnedCPU >= 0 {
+			cpu = p.PinnedCPU
+		}
+		if m.hotplug && !m.isCPUAllowed(p, cpu) {
+			cpu = m.selectFallbackRQ(c, p.CPU(), p)
+		}
+		return cpu
 	}
-	if mask.Has(prev) && m.rqs[prev].IsIdle() {
+	if mask.Has(prev) && m.cpuActive(prev) && m.rqs[prev].IsIdle() {
 		return prev
 	}
 	rt := p.SE.Policy.RT()
@@ -341,7 +342,7 @@ func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 		}
 		for i := 0; i < n; i++ {
 			cpu := span[(start+i)%n]
-			if !mask.Has(cpu) {
+			if !mask.Has(cpu) || !m.cpuActive(cpu) {
 				continue
 			}
 			o := m.rqs[cpu]
@@ -373,6 +374,11 @@ func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 	}
 	if best < 0 {
 		best = mask.Next(0)
+	}
+	if m.hotplug && !m.isCPUAllowed(p, best) {
+		// select_task_rq(): the class's pick is not allowed (inactive:
+		// going down or offline).
+		best = m.selectFallbackRQ(c, p.CPU(), p)
 	}
 	return best
 }

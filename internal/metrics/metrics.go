@@ -135,6 +135,12 @@ var counterHelp = map[string]string{
 	"srq_skip_llc":               "SHARED_RUNQ bailout (g) and v4: newidle domains <= LLC skipped.",
 	"srq_drained":                "SHARED_RUNQ: tasks unlinked by a drain (feature off, domain rebuild).",
 	"srq_rebuilds":               "SHARED_RUNQ stress: domain rebuilds and feature toggles run.",
+	"hotplug_offline":            "CPU hotplug: CPUs taken offline (sched_cpu_deactivate, balance_push, take_cpu_down).",
+	"hotplug_online":             "CPU hotplug: CPUs brought back online (sched_cpu_activate).",
+	"hotplug_pushed":             "CPU hotplug: tasks pushed off a dying CPU by balance_push's stopper (__balance_push_cpu_stop).",
+	"fallback_rq":                "select_fallback_rq calls: a wake-up's or balance_push's CPU was not allowed (inactive or offline).",
+	"affinity_broken":            "select_fallback_rq found no allowed active CPU and widened the task's mask to every CPU (\"no longer affine\").",
+	"migrate_disabled_proxy":     "Migrate-disabled tasks in proxy execution: donors proxy-migrated (their execution context returns through the wake-up), and owners run as a proxy.",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

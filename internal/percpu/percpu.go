@@ -32,6 +32,9 @@ type Ctx struct {
 	// inline checks find (Warn); set by the machine, which records the
 	// violation and stops the run.
 	OnWarn func(c *Ctx, inv check.Invariant, task int, taskName, msg string)
+	// CPUOnline is cpu_online() when CPU hotplug is in use (nil: every
+	// CPU is online), for set_task_cpu's WARN.
+	CPUOnline func(cpu int) bool
 }
 
 // Warn is SCHED_WARN_ON() for the model's packages (rq, mutex): report a

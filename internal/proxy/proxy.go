@@ -380,6 +380,12 @@ func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int
 			break
 		}
 		r.DeactivateTask(c, t, rq.DequeueMigrating)
+		if t.MigrationDisabled > 0 {
+			// proxy_set_task_cpu has no WARN: the scheduling context
+			// of a migrate-disabled donor moves, its execution context
+			// returns through the wake-up (set_task_cpu's exemption).
+			c.Inc(stats.MigrateDisabledProxy)
+		}
 		rq.SetTaskCPU(c, t, target, true, reasonFor(n))
 		moved[n] = t
 		n++

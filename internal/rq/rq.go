@@ -734,6 +734,15 @@ func SetTaskCPU(c *percpu.Ctx, p *task.Task, cpu int, keepWakeCPU bool, reason t
 		if st == task.Running && !p.SE.Policy.RT() && on == task.OnRQQueued {
 			c.Warn(check.InvQueuedHere, p.ID, p.String(), "set_task_cpu: running fair %v moved to cpu%d while queued, not MIGRATING", p, cpu)
 		}
+		if c.CPUOnline != nil && !c.CPUOnline(cpu) {
+			c.Warn(check.InvOffline, p.ID, p.String(), "set_task_cpu: %v moved to offline cpu%d", p, cpu)
+		}
+		// Proxy execution moves a blocked task's scheduling context
+		// without its migrate-disabled execution context; the wake-up
+		// path returns it (the reference's exemption).
+		if p.MigrationDisabled > 0 && !(c.Proxy && p.IsBlocked() && from != p.WakeCPU) {
+			c.Warn(check.InvMigrateDisabled, p.ID, p.String(), "set_task_cpu: migrate-disabled %v (depth %d) moved cpu%d->cpu%d", p, p.MigrationDisabled, from, cpu)
+		}
 	}
 	p.SetCPU(cpu)
 	if !keepWakeCPU {

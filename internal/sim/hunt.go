@@ -41,6 +41,10 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 	if o.Bugs.Has(bugs.SRQDrainIRQsOn) {
 		srqDrainSetup(&o)
 	}
+	if o.Bugs.Has(bugs.ReturnToOffline) && o.HotplugInterval == 0 {
+		// The entry needs CPUs going offline under proxy-migrated donors.
+		o.HotplugInterval = 2 * time.Millisecond
+	}
 	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
 	if err != nil {
 		return HuntResult{}, err

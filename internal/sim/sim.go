@@ -91,6 +91,13 @@ type Options struct {
 	// SpuriousWakeRate is spurious wake-ups of random mutex waiters per
 	// second of busy virtual time per CPU (0: off).
 	SpuriousWakeRate float64
+	// HotplugInterval is virtual time between CPU hotplug operations (a
+	// random CPU taken down, or brought back up; 0: off).
+	HotplugInterval time.Duration
+	// MigrateDisable is the probability that a lock instruction of the
+	// workload is wrapped in a migrate_disable()/migrate_enable() region,
+	// drawn per task and instruction from the seed.
+	MigrateDisable float64
 	// InterruptibleLocks is the probability that a lock instruction of
 	// the workload becomes mutex_lock_interruptible (half of those
 	// mutex_lock_killable), drawn per task and instruction from the seed.
@@ -241,6 +248,8 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.OnEpoch = o.OnEpoch
 	cfg.ShuffleEvery = int64(o.ShuffleInterval)
 	cfg.DomainRebuildEvery = int64(o.DomainRebuildInterval)
+	cfg.HotplugEvery = int64(o.HotplugInterval)
+	cfg.Hotplug = sc.UsesHotplug()
 	cfg.SignalRate, cfg.SignalFatal, cfg.SpuriousWakeRate = o.SignalRate, o.SignalFatal, o.SpuriousWakeRate
 	if o.Deterministic {
 		st, err := conductor.ParseStrategy(o.Strategy)
@@ -301,6 +310,9 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	if o.InterruptibleLocks > 0 {
 		interruptibleLocks(plans, o.InterruptibleLocks, o.Seed)
 	}
+	if o.MigrateDisable > 0 {
+		migrateDisableRegions(plans, o.MigrateDisable, o.Seed)
+	}
 	tagged := false
 	for _, p := range plans {
 		tagged = tagged || p.Cookie != 0
@@ -356,6 +368,102 @@ func interruptibleLocks(plans []workload.TaskPlan, prob float64, seed uint64) {
 			}
 		}
 	}
+}
+
+// migrateDisableRegions wraps critical sections of the workload's
+// programs in migrate_disable()/migrate_enable() (stress
+// --migrate-disable): each lock instruction with probability prob, drawn
+// per program and instruction from the seed, when its matching unlock
+// (same mutex, same nesting depth) follows and no jump leaves or enters
+// the section. Jumps are renumbered; a jump to the lock lands on the
+// migrate_disable, a jump past the unlock after the migrate_enable.
+func migrateDisableRegions(plans []workload.TaskPlan, prob float64, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x6d6967))
+	seen := map[*task.Program]bool{}
+	for _, p := range plans {
+		if seen[p.Prog] {
+			continue
+		}
+		seen[p.Prog] = true
+		ops := p.Prog.Ops
+		before := make([]int, len(ops)+1) // migrate_disable inserted before op i
+		after := make([]int, len(ops))    // migrate_enable inserted after op i
+		for i, op := range ops {
+			if op.Kind != task.OpLock || rng.Float64() >= prob {
+				continue
+			}
+			j := matchingUnlock(ops, i)
+			if j < 0 || jumpsCross(ops, i, j) {
+				continue
+			}
+			before[i]++
+			after[j]++
+		}
+		// newIdx[i]: where op i's block (its inserted disables first) starts.
+		newIdx := make([]int, len(ops)+1)
+		n := 0
+		for i := range ops {
+			newIdx[i] = n
+			n += before[i] + 1 + after[i]
+		}
+		newIdx[len(ops)] = n
+		out := make([]task.Op, 0, n)
+		for i, op := range ops {
+			for k := 0; k < before[i]; k++ {
+				out = append(out, task.Op{Kind: task.OpMigrateDisable})
+			}
+			if op.Kind == task.OpLoop || op.Kind == task.OpChoose {
+				op.Jump = newIdx[op.Jump]
+			}
+			out = append(out, op)
+			for k := 0; k < after[i]; k++ {
+				out = append(out, task.Op{Kind: task.OpMigrateEnable})
+			}
+		}
+		p.Prog.Ops = out
+	}
+}
+
+// matchingUnlock is the index of the unlock that ends the critical
+// section opened by the lock at i, or -1.
+func matchingUnlock(ops []task.Op, i int) int {
+	depth := 0
+	for j := i + 1; j < len(ops); j++ {
+		if ops[j].Mutex != ops[i].Mutex {
+			continue
+		}
+		switch ops[j].Kind {
+		case task.OpLock:
+			depth++
+		case task.OpUnlock:
+			if depth == 0 {
+				return j
+			}
+			depth--
+		}
+	}
+	return -1
+}
+
+// jumpsCross reports whether a jump leaves the critical section [i, j]
+// (from inside to anywhere but (i, j]), enters it past its lock (from
+// outside into (i, j]), or the section exits: wrapping it would leave a
+// migrate_disable without its migrate_enable.
+func jumpsCross(ops []task.Op, i, j int) bool {
+	for k, op := range ops {
+		inside := k >= i && k <= j
+		if op.Kind == task.OpExit && inside {
+			return true
+		}
+		if op.Kind != task.OpLoop && op.Kind != task.OpChoose {
+			continue
+		}
+		into := op.Jump > i && op.Jump <= j
+		if inside != into {
+			return true
+		}
+	}
+	return false
 }
 
 // Execute runs the machine to the end and returns the summary.

@@ -88,6 +88,12 @@ const (
 	SRQDrained           // tasks unlinked by a drain (feature off, domain rebuild)
 	SRQRebuilds          // shard reassignments (domain rebuilds) and toggles run by stress
 	DomainRebuilds       // sched domain rebuilds (sched_update_domains: at boot, and stress --domain-rebuild-interval)
+	HotplugOffline       // CPUs taken offline (sched_cpu_deactivate ... take_cpu_down completed)
+	HotplugOnline        // CPUs brought back online (sched_cpu_activate)
+	HotplugPushed        // tasks pushed off a dying CPU (balance_push's stopper, __balance_push_cpu_stop)
+	FallbackRQ           // select_fallback_rq selections (select_task_rq's pick not allowed, balance_push)
+	AffinityBroken       // select_fallback_rq found no allowed active CPU and widened the mask (do_set_cpus_allowed)
+	MigrateDisabledProxy // a migrate-disabled task proxy-migrated as a donor, or run as a proxy for a donor
 	NumCounters
 )
 
@@ -110,6 +116,7 @@ var CounterNames = [NumCounters]string{
 	"srq_bail_overload", "srq_bail_avg_idle", "srq_bail_shard_overload", "srq_bail_ttwu_pending", "srq_discarded",
 	"srq_cost_charged", "srq_skip_llc", "srq_drained", "srq_rebuilds",
 	"domain_rebuilds",
+	"hotplug_offline", "hotplug_online", "hotplug_pushed", "fallback_rq", "affinity_broken", "migrate_disabled_proxy",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

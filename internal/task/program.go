@@ -9,25 +9,29 @@ type OpKind uint8
 // duration is drawn uniformly from [Min, Max] with the task's own seeded
 // random source.
 const (
-	OpCompute  OpKind = iota // run on the CPU for a duration
-	OpLock                   // mutex_lock(Mutex), or _interruptible/_killable (LockMode)
-	OpUnlock                 // mutex_unlock(Mutex)
-	OpSleep                  // sleep for a duration (schedule_hrtimeout)
-	OpWait                   // sleep until woken by another task (TASK_INTERRUPTIBLE, no timeout)
-	OpWake                   // wake_up_process(Target)
-	OpYield                  // sched_yield()
-	OpAffinity               // sched_setaffinity(Target or self, Mask)
-	OpSetPrio                // sched_setscheduler(Target or self, Policy, Prio)
-	OpLoop                   // jump to Jump; Count times (0: forever), then fall through
-	OpChoose                 // with probability Prob jump to Jump, else fall through
-	OpExit                   // do_exit()
-	OpCookie                 // prctl(PR_SCHED_CORE): set the core-scheduling cookie (Prio) of Target or self
-	OpSignal                 // kill(Target, a signal with a handler): interrupts INTERRUPTIBLE waits
-	OpKill                   // kill(Target, SIGKILL): interrupts KILLABLE waits too; the target exits
+	OpCompute        OpKind = iota // run on the CPU for a duration
+	OpLock                         // mutex_lock(Mutex), or _interruptible/_killable (LockMode)
+	OpUnlock                       // mutex_unlock(Mutex)
+	OpSleep                        // sleep for a duration (schedule_hrtimeout)
+	OpWait                         // sleep until woken by another task (TASK_INTERRUPTIBLE, no timeout)
+	OpWake                         // wake_up_process(Target)
+	OpYield                        // sched_yield()
+	OpAffinity                     // sched_setaffinity(Target or self, Mask)
+	OpSetPrio                      // sched_setscheduler(Target or self, Policy, Prio)
+	OpLoop                         // jump to Jump; Count times (0: forever), then fall through
+	OpChoose                       // with probability Prob jump to Jump, else fall through
+	OpExit                         // do_exit()
+	OpCookie                       // prctl(PR_SCHED_CORE): set the core-scheduling cookie (Prio) of Target or self
+	OpSignal                       // kill(Target, a signal with a handler): interrupts INTERRUPTIBLE waits
+	OpKill                         // kill(Target, SIGKILL): interrupts KILLABLE waits too; the target exits
+	OpMigrateDisable               // migrate_disable(): pin the task to its CPU (nests)
+	OpMigrateEnable                // migrate_enable(): end the innermost migrate_disable region
+	OpCPUOffline                   // echo 0 > /sys/devices/system/cpu/cpuN/online (CPU): request, do not wait
+	OpCPUOnline                    // echo 1 > /sys/devices/system/cpu/cpuN/online (CPU): request, do not wait
 	NumOps
 )
 
-var opNames = [NumOps]string{"compute", "lock", "unlock", "sleep", "wait", "wake", "yield", "affinity", "setprio", "loop", "choose", "exit", "cookie", "signal", "kill"}
+var opNames = [NumOps]string{"compute", "lock", "unlock", "sleep", "wait", "wake", "yield", "affinity", "setprio", "loop", "choose", "exit", "cookie", "signal", "kill", "migrate_disable", "migrate_enable", "offline", "online"}
 
 func (k OpKind) String() string {
 	if k < NumOps {
@@ -105,6 +109,7 @@ type Op struct {
 	Mask     Mask   // OpAffinity
 	Policy   Policy // OpSetPrio
 	Prio     int    // OpSetPrio: nice for Normal, rtprio for FIFO/RR
+	CPU      int    // OpCPUOffline, OpCPUOnline: the CPU
 	Jump     int    // OpLoop, OpChoose: target pc
 	Count    int    // OpLoop: iterations (0: forever)
 	Prob     float64
@@ -147,6 +152,16 @@ func (pr *Program) Link() {
 	}
 }
 
+// UsesHotplug reports whether the program takes CPUs offline or online.
+func (pr *Program) UsesHotplug() bool {
+	for _, op := range pr.Ops {
+		if op.Kind == OpCPUOffline || op.Kind == OpCPUOnline {
+			return true
+		}
+	}
+	return false
+}
+
 // Validate checks that jumps and mutex / task references are in range.
 func (pr *Program) Validate(nMutex, nTask int) error {
 	if len(pr.Ops) == 0 {
@@ -168,6 +183,10 @@ func (pr *Program) Validate(nMutex, nTask int) error {
 		case OpLoop, OpChoose:
 			if op.Jump < 0 || op.Jump >= len(pr.Ops) {
 				return fmt.Errorf("op %d (%s): jump target %d out of range 0-%d", i, op.Kind, op.Jump, len(pr.Ops)-1)
+			}
+		case OpCPUOffline, OpCPUOnline:
+			if op.CPU < 0 || op.CPU >= MaxCPUs {
+				return fmt.Errorf("op %d (%s): cpu %d out of range", i, op.Kind, op.CPU)
 			}
 		case OpCompute, OpSleep:
 			if op.Min < 0 || (op.Max != 0 && op.Max < op.Min) {

@@ -182,6 +182,25 @@ type Task struct {
 	// SRQ is p->shared_runq_node (SHARED_RUNQ): the shard it is linked on.
 	SRQ            SRQNode
 	MigrationReady bool // protected by the rq lock: affinity moved away from a running task; move it when it switches out
+	// StopFailed (rq lock): the stopper could not move the task off a CPU
+	// its mask no longer allows, because the destination went inactive
+	// meanwhile (migration_cpu_stop's "XXX __migrate_task() can fail ...
+	// we might end up running on a dodgy CPU ... only during CPU
+	// hotplug"). The kernel tolerates it until the task's next placement;
+	// so do the affinity checks. Cleared when it next runs on an allowed
+	// CPU.
+	StopFailed bool
+	// MigrationDisabled is p->migration_disabled, the migrate_disable()
+	// nesting depth. Written by the task itself while it runs (the kernel
+	// does so with preemption off); read by its own CPU, or by others only
+	// while the task is off every CPU (after on_cpu's release), as
+	// is_migration_disabled() callers do.
+	MigrationDisabled int
+	// PinnedCPU is p->cpus_ptr when it is not &p->cpus_mask: the CPU a
+	// migrate-disabled task was switched out on (migrate_disable_switch,
+	// under that rq lock), -1 otherwise. Cleared by migrate_enable's
+	// __set_cpus_allowed_ptr (pi_lock and rq lock).
+	PinnedCPU int
 	// ContributesToLoad is sched_contributes_to_load: set by block_task
 	// from the state the task sleeps in (TASK_UNINTERRUPTIBLE counts in
 	// its rq's nr_uninterruptible); the activation that wakes it takes
@@ -338,7 +357,17 @@ func New(id int, name string, ncpu, cpu int) *Task {
 	p.WakeCPU = cpu
 	p.SE.QueueCPU = -1
 	p.Exec.TimerCPU = -1
+	p.PinnedCPU = -1
 	return p
+}
+
+// AllowedOn is cpumask_test_cpu(cpu, p->cpus_ptr): the pinned CPU of a
+// migrate-disabled task that was switched out, else its mask.
+func (p *Task) AllowedOn(cpu int) bool {
+	if p.PinnedCPU >= 0 {
+		return cpu == p.PinnedCPU
+	}
+	return p.CPUsMask.Has(cpu)
 }
 
 // SetNice makes the task fair at the given nice value. The caller holds

@@ -461,6 +461,12 @@ func (x *exporter) instant(e *Event) {
 		task()
 		p.argInt("mutex", int64(e.A))
 		p.argBool("woken", e.B == 1)
+	case EvHotplug:
+		p.argInt("cpu", int64(e.A))
+		p.argInt("step", int64(e.B))
+	case EvMigrateDisable:
+		task()
+		p.argInt("depth", int64(e.A))
 	case EvIPI:
 		p.argInt("target_cpu", int64(e.A))
 		p.argInt("kind", int64(e.B))

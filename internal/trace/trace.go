@@ -47,6 +47,8 @@ const (
 	EvSRQPop                     // Task popped off a shared_runq shard, A=shard, B=its task_cpu at the pop
 	EvSRQRecheck                 // Task, A=SRQRecheck* (why the pull failed under task_rq_lock), B=its cpu
 	EvSRQDrain                   // A=LLC, B=tasks unlinked, C=1 toggle / 2 rebuild
+	EvHotplug                    // A=cpu, B=Hotplug* step
+	EvMigrateDisable             // Task, A=new migration_disabled depth
 	NumKinds
 )
 
@@ -54,7 +56,7 @@ var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
 	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end",
-	"srq_pop", "srq_recheck", "srq_drain"}
+	"srq_pop", "srq_recheck", "srq_drain", "hotplug", "migrate_disable"}
 
 // Why a shared_runq pull failed its recheck under task_rq_lock
 // (EvSRQRecheck's A).
@@ -64,6 +66,13 @@ const (
 	SRQRecheckNotAllowed = 2
 	SRQRecheckBlocked    = 3
 	SRQRecheckDonor      = 4
+)
+
+// CPU hotplug steps (EvHotplug's B).
+const (
+	HotplugDeactivate = 0 // sched_cpu_deactivate: cpu_active cleared, balance_push on
+	HotplugDying      = 1 // take_cpu_down / sched_cpu_dying: cpu_online cleared
+	HotplugActivate   = 2 // bring-up and sched_cpu_activate: online and active again
 )
 
 // How an optimistic spin ended (EvSpinEnd's B).
@@ -92,10 +101,11 @@ const (
 	ReasonAffinity
 	ReasonWake
 	ReasonSharedRunq // a shared_runq pull (SHARED_RUNQ)
+	ReasonHotplug
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{"load_balance", "proxy", "chain", "return", "activation", "affinity", "wake", "shared_runq"}
+var reasonNames = [NumReasons]string{"load_balance", "proxy", "chain", "return", "activation", "affinity", "wake", "shared_runq", "hotplug"}
 
 func (r MigrateReason) String() string {
 	if r >= 0 && r < NumReasons {

@@ -96,6 +96,12 @@
 //     becomes N (0: untagged) at run time.
 //   - {"yield": true}, {"wait": true}, {"exit": true}: sched_yield, sleep
 //     until woken, do_exit.
+//   - {"migrate_disable": true}, {"migrate_enable": true}: a
+//     migrate_disable() region (nests); the task stays on its CPU until
+//     the matching migrate_enable (a proxy may still move it as a donor).
+//   - {"offline": N}, {"online": N}: CPU hotplug: take CPU N down, or bring
+//     it back up (a write to /sys/devices/system/cpu/cpuN/online that does
+//     not wait for completion). N must be below the machine's CPUs.
 //
 // ParseFile and Parse read this format; Encode writes it, one instruction
 // per line, and Parse(Encode(s)) gives back s.
@@ -873,8 +879,17 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 		op.Jump, err = p.jump(g, v, f, path)
 		return err
 
-	case task.OpYield, task.OpWait, task.OpExit:
+	case task.OpYield, task.OpWait, task.OpExit, task.OpMigrateDisable, task.OpMigrateEnable:
 		return p.isTrue(v, path)
+
+	case task.OpCPUOffline, task.OpCPUOnline:
+		if op.CPU, err = p.int(v, path); err != nil {
+			return err
+		}
+		if op.CPU < 0 || op.CPU >= task.MaxCPUs {
+			return p.errf(v, path, "cpu %d out of range 0..%d", op.CPU, task.MaxCPUs-1)
+		}
+		return nil
 
 	case task.OpCookie:
 		if op.Prio, err = p.int(v, path); err != nil {
@@ -1171,8 +1186,10 @@ func encodeOp(s *Scenario, op Op) (string, error) {
 			return "", fmt.Errorf("probability %v not representable", op.Prob)
 		}
 		v = rawJSON(jobj(kv{"p", op.Prob}, kv{"to", op.Jump}))
-	case task.OpYield, task.OpWait, task.OpExit:
+	case task.OpYield, task.OpWait, task.OpExit, task.OpMigrateDisable, task.OpMigrateEnable:
 		v = true
+	case task.OpCPUOffline, task.OpCPUOnline:
+		v = op.CPU
 	default:
 		return "", fmt.Errorf("unknown instruction %s", op.Kind)
 	}

@@ -280,7 +280,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty instruction", edit(`{"compute": "1ms"}`, `{}`),
 			`groups[0].program[1]: empty instruction`, 8},
 		{"unknown instruction", edit(`{"lock": "$0"}`, `{"lok": "$0"}`),
-			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit, cookie, signal, kill, lock_interruptible, lock_killable)`, 7},
+			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit, cookie, signal, kill, migrate_disable, migrate_enable, offline, online, lock_interruptible, lock_killable)`, 7},
 		{"bad duration", edit(`"1ms"`, `"1 ms"`),
 			`groups[0].program[1].compute: bad duration "1 ms"`, 8},
 		{"duration without unit", edit(`"1ms"`, `"100"`),
@@ -614,5 +614,47 @@ func TestSignalInstructionsRoundTrip(t *testing.T) {
 	wp.Link()
 	if wp.Ops[0].EINTRPC != 3 || wp.Ops[3].EINTRPC != 5 {
 		t.Fatalf("EINTR targets: %d %d, want 3 5", wp.Ops[0].EINTRPC, wp.Ops[3].EINTRPC)
+	}
+}
+
+// The hotplug and migrate_disable instructions parse, survive a round
+// trip, mark the scenario as using hotplug, and a CPU beyond the machine
+// is an error naming the instruction when the scenario is planned.
+func TestHotplugInstructionsRoundTrip(t *testing.T) {
+	src := `{"mutexes": ["a"], "groups": [
+	  {"name": "w", "count": 2, "program": [
+	    {"migrate_disable": true}, {"lock": "a"}, {"compute": "1ms"}, {"unlock": "a"}, {"migrate_enable": true}, {"sleep": "1ms"}]},
+	  {"name": "h", "program": [{"offline": 3}, {"sleep": "2ms"}, {"online": 3}, {"sleep": "2ms"}]}]}`
+	s, err := Parse("hp.json", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.UsesHotplug() {
+		t.Fatal("UsesHotplug false")
+	}
+	h := s.Groups[1].Program
+	if h[0].Kind != task.OpCPUOffline || h[0].CPU != 3 || h[2].Kind != task.OpCPUOnline || s.Groups[0].Program[0].Kind != task.OpMigrateDisable {
+		t.Fatalf("parsed: %+v %+v", h, s.Groups[0].Program)
+	}
+	out, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("hp.json", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	back.Source, s.Source = nil, nil
+	if !reflect.DeepEqual(s, back) {
+		t.Fatalf("round trip differs:\n%s", out)
+	}
+	if _, err := s.Plan(4, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Plan(2, 1); err == nil || !strings.Contains(err.Error(), "offline: cpu 3 out of range") {
+		t.Fatalf("plan on 2 CPUs: %v", err)
+	}
+	if _, err := Parse("bad.json", []byte(`{"groups": [{"name": "h", "program": [{"offline": -1}]}]}`)); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("negative cpu: %v", err)
 	}
 }

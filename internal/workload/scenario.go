@@ -70,6 +70,19 @@ type Scenario struct {
 	Source *Source
 }
 
+// UsesHotplug reports whether a program of the scenario takes CPUs
+// offline or online (the machine then runs with CPU hotplug on).
+func (s *Scenario) UsesHotplug() bool {
+	for _, g := range s.Groups {
+		for _, op := range g.Program {
+			if op.Kind == task.OpCPUOffline || op.Kind == task.OpCPUOnline {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // NumTasks counts the tasks of all groups.
 func (s *Scenario) NumTasks() int {
 	n := 0
@@ -171,6 +184,11 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 					}
 				}
 				prog.Ops[k] = o
+			}
+			for k, o := range prog.Ops {
+				if (o.Kind == task.OpCPUOffline || o.Kind == task.OpCPUOnline) && o.CPU >= ncpu {
+					return nil, s.errAt(fmt.Sprintf("groups[%d].program[%d]", gi, k), "%s: cpu %d out of range (the machine has %d CPUs)", o.Kind, o.CPU, ncpu)
+				}
 			}
 			if err := prog.Validate(len(s.Mutexes), ntask); err != nil {
 				return nil, fmt.Errorf("groups[%d] (%s).program: %v", gi, g.Name, err)
