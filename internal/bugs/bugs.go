@@ -53,6 +53,11 @@ const (
 	IsBlockedPlainRead              // finding F4
 	CoreschedStall                  // core scheduling v3: pick_task favours its first argument on ties
 	CoreStealDonor                  // try_steal_cookie moves a proxy-exec donor (v30 1/7)
+	CoreLockFlip                    // K8: rq_lockp() read with no lock held, no re-validation; double_rq_unlock order
+	CoreLockCPUOrder                // K9: double_rq_lock orders core-wide locks by CPU id (AB-BA)
+	CoreForceIdleAcct               // K11: forced idle charged only to cookied tasks, started only with a core cookie
+	CoreFlipRepick                  // finding F5: the core-wide pick carries on after a flip-off during its lock drops
+	CoreFlipStalePick               // finding F6: a core_pick survives a flip off and on, and the fast path takes it
 	NumBugs
 )
 
@@ -145,6 +150,21 @@ var Catalogue = []Bug{
 	{CoreStealDonor, 0, "core-steal-donor", Historical, "v30 (\"sched/core: Don't steal a proxy-exec donor\", July 2026)",
 		"try_steal_cookie, the forced-idle balancer, skipped only src->core_pick and src->curr: it could move src's rq->donor (a blocked donor a proxy runs for) or another mutex-blocked donor to a forced-idle CPU by a non-proxy path. The reference skips p == src->donor and task_is_blocked(p); --bug removes both skips (the v30 patch body was not read: the mechanism is inferred from its title and the reference's code). Needs --core-sched",
 		"audit: donor not queued on its rq / stale donor reference (invariants 4, 5, 16); lost blocked chains (liveness)"},
+	{CoreLockFlip, 0, "core-lock-flip", Historical, "5.14 (9edeaea1bc45 \"sched: Core-wide rq->lock\", from the 2021 v2 posting's soft lockup)",
+		"switching core scheduling on or off changes rq_lockp() (rq->core_enabled, flipped with every sibling's __lock held). The 2021 posting read the pointer, took that lock and trusted it: a CPU that read the old pointer and waited through a flip holds its own __lock while its siblings serialise on the core's: two CPUs 'hold the rq lock' of one runqueue. double_rq_unlock released rq1 first and then compared rq_lockp(rq1) and rq_lockp(rq2) with no lock of rq1's core held. The fix re-reads rq_lockp() after the acquire and retries, and releases rq2 first. --bug restores both. Needs --core-sched and flips (--core-sched-toggle-interval, or the coreflip instruction)",
+		"inline: lockdep_assert_rq_held / raw_spin_rq_unlock find this CPU holding the other candidate lock (invariant 46); race detector on the runqueue's fields"},
+	{CoreLockCPUOrder, 0, "core-lock-cpu-order", Historical, "5.14 (rq_order_less(), core id first; before 2021 by rq address)",
+		"with core-wide rq locks, ordering double_rq_lock by CPU id is AB-BA: cores {0,2} and {1,3}, double_rq_lock(0,3) takes core 0 then core 1, double_rq_lock(1,2) core 1 then core 0. rq_order_less() orders by rq->core->cpu first. --bug orders by CPU id. Needs --core-sched",
+		"lock-order validator on lock identity (invariant 21); a real deadlock reported by the watchdog (invariant 40)"},
+	{CoreForceIdleAcct, 0, "core-forceidle-acct", Historical, "b171501f2580 (\"sched/core: Accounting forceidle time for all tasks except idle task\", Jan 2022)",
+		"forced-idle accounting (core_forceidle_sum) started an episode only when the core cookie was non-zero and charged only cookied tasks: a core forced idle by an untagged max (a tagged task left idle beside an untagged one) was never charged, so one cookie's side of a mirror setup reported 20% and the other 80% for the same one-CPU loss. The fix starts every episode and charges every non-idle core_pick ?: curr. --bug restores both tests. Needs --core-sched",
+		"audit: forced-idle time charged to tasks equals count x elapsed forced-idle time (invariant 47)"},
+	{CoreFlipRepick, 0, "core-flip-repick", Finding, "open@014c4be7",
+		"pick_next_task tests sched_core_enabled(rq) once, on entry; prev_balance() (newidle balancing) then drops and retakes the rq lock, and so does the proxy re-pick's find_proxy_task. __sched_core_disable() runs __sched_core_flip(false) with no synchronize_rcu(), so a flip in that window is possible: raw_spin_rq_lock re-validates and hands back the CPU's own __lock, and the core-wide pick carries on under it, reading and writing its siblings' runqueues (core_pick, the class queues) and the core's state while the siblings hold their own __locks. The proposed fix re-checks sched_core_enabled(rq) after the lock drops and picks the plain way (__pick_next_task). --bug restores the reference. Needs --core-sched and flips",
+		"lockdep_assert_rq_held on a sibling's runqueue (invariant 46); race detector on the siblings' runqueue fields"},
+	{CoreFlipStalePick, 0, "core-flip-stale-pick", Finding, "open@014c4be7",
+		"a core-wide pick leaves core_pick set for each sibling it IPIs. If core scheduling is switched off before that sibling schedules, nothing clears it: the plain pick ignores it, and enqueues and dequeues no longer bump core_task_seq (sched_core_enqueue/dequeue run only when enabled). When it is switched on again, the sibling's next pick_next_task finds core_pick_seq == core_task_seq != core_sched_seq and core_pick set, and takes the stale pick on the fast path: a task that may have slept, moved to another CPU, or changed cookie meanwhile. The kernel clears core_pick for an offline CPU for the same reason (\"core_pick would already be migrated\"), not across a flip. The proposed fix clears every sibling's core_pick in __sched_core_flip under sched_core_lock (Peter Zijlstra, Nov 2021: \"perhaps we should do better here and explicitly initialize more state\"). --bug restores the reference. Needs --core-sched and flips",
+		"inline: switch-in checks (task not queued here, invariants 1/5/6) and invariant 44 (cookie of siblings)"},
 }
 
 // raceOnly are the entries only the race detector catches.

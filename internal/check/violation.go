@@ -46,6 +46,8 @@ const (
 	InvChargeLedger      Invariant = 37 // class time to the donor, execution time to curr, per proxied interval
 	InvCoreCookie        Invariant = 44 // SMT siblings never execute (rq->curr) tasks of different cookies at once
 	InvCoreStarve        Invariant = 45 // an untagged runnable task on a forced-idle CPU waits at most a bound
+	InvRQLockIdentity    Invariant = 46 // the lock a CPU holds for an rq is rq_lockp(rq); siblings agree on it
+	InvForceIdleAcct     Invariant = 47 // forced-idle time charged to tasks == forced-idle CPU time (count x elapsed)
 )
 
 var invNames = map[Invariant]string{
@@ -61,6 +63,7 @@ var invNames = map[Invariant]string{
 	InvHandoffLiveness: "handoff-liveness", InvWaitAge: "wait-age", InvLostWakeup: "lost-wakeup",
 	InvLivelock: "livelock", InvChargeLedger: "charge-ledger",
 	InvCoreCookie: "core-cookie", InvCoreStarve: "core-starve",
+	InvRQLockIdentity: "rq-lock-identity", InvForceIdleAcct: "forceidle-acct",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

@@ -68,6 +68,79 @@ func (m *Machine) enableCoreSched() {
 	}
 }
 
+// schedCoreFlip is __sched_core_flip(on): core by core, in the order of
+// their first CPU, under sched_core_lock. The caller holds
+// sched_core_mutex (coreFlipMu) and no rq lock.
+func (m *Machine) schedCoreFlip(c *percpu.Ctx, on bool) {
+	for i, r := range m.rqs {
+		sibs := r.Core.Siblings
+		if len(sibs) == 0 || sibs[0].CPU != i {
+			continue
+		}
+		rq.SchedCoreLock(c, sibs)
+		rq.CoreFlipLocked(c, sibs, on)
+		m.coreFlipResched(c, sibs, on)
+		rq.SchedCoreUnlock(c, sibs)
+		c.Inc(stats.CoreFlips)
+	}
+	x := int32(0)
+	if on {
+		x = 1
+	}
+	c.Emit(trace.EvCoreFlip, x, 0, 0, 0)
+}
+
+// coreFlipResched stands in for the cookie changes around a kernel flip,
+// which the model leaves out (it keeps cookies across an off period; the
+// kernel switches core scheduling on at the first cookie and off after
+// the last is put, and sched_core_update_cookie reschedules a task that
+// executes). With the core's locks held: after switching on, every
+// sibling executing a tagged task reschedules, so that a core-wide pick
+// runs; after switching off, every sibling left forced idle with tasks
+// queued does (nothing else would kick it: the plain pick has no forced
+// idle).
+func (m *Machine) coreFlipResched(c *percpu.Ctx, sibs []*rq.RQ, on bool) {
+	for _, r := range sibs {
+		cur := r.Curr()
+		if (on && cur != r.Idle && cur.CoreCookie != 0) || (!on && cur == r.Idle && r.NrRunning() > 0) {
+			r.ReschedCurr(c)
+		}
+	}
+}
+
+// coreToggle is sched_core_get / sched_core_put's flip at run time (the
+// first cookie switches core scheduling on, the last put off): the stress
+// injector --core-sched-toggle-interval on the tick path, and the
+// harness's coreflip. sched_core_mutex is coreFlipMu: a CPU that finds
+// it taken leaves the flip to its holder. It reports whether it flipped.
+func (m *Machine) coreToggle(c *percpu.Ctx, on bool) bool {
+	if !m.coreFlipMu.TryLock() {
+		return false
+	}
+	defer m.coreFlipMu.Unlock()
+	if m.coreOn == on {
+		return false
+	}
+	m.coreOn = on
+	m.schedCoreFlip(c, on)
+	return true
+}
+
+// maybeCoreToggle flips core scheduling once per CoreToggleEvery of
+// virtual time (stress --core-sched-toggle-interval), from the tick path
+// of whichever CPU first passes the due time, holding no lock.
+func (cp *CPU) maybeCoreToggle() {
+	m, c := cp.m, cp.c
+	due := m.coreFlipDue.Load()
+	if c.Now < due || !m.coreFlipDue.CompareAndSwap(due, c.Now+m.cfg.CoreToggleEvery) {
+		return
+	}
+	m.coreFlipMu.Lock()
+	on := !m.coreOn
+	m.coreFlipMu.Unlock()
+	m.coreToggle(c, on)
+}
+
 // CoreSched reports the core-scheduling mode.
 func (m *Machine) CoreSched() CoreMode { return m.cfg.CoreSched }
 
@@ -98,13 +171,18 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 	// prev_balance: the model's newidle pass when this rq is empty.
 	if r.NrRunning() == 0 && pick < 4 {
 		cp.newidleBalance()
+		if cp.coreFlippedOff() {
+			return r.PickNextTask(c)
+		}
 	}
 	c.Inc(stats.CorePicks)
 	needSync := core.Core.Cookie != 0
 	core.Core.Cookie = 0
 	fiBefore := false
 	if core.Core.ForceidleCount > 0 {
-		core.Core.ForceidleCount = 0
+		// sched_core_account_forceidle, then the reset.
+		r.SchedCoreAccountForceidle(c)
+		r.ResetForceidle()
 		needSync, fiBefore = true, true
 	}
 	core.Core.TaskSeq++
@@ -119,6 +197,10 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 		}
 		donor.SetBlockedDonor(nil)
 		owner = proxy.FindProxyTask(c, m, r, donor)
+		if cp.coreFlippedOff() {
+			r.Core.PickBlockedDonor = false
+			return r.PickNextTask(c)
+		}
 		if owner == nil || owner == r.Idle {
 			// Something changed in the chain (the lock may have been
 			// dropped): pick as usual.
@@ -194,6 +276,22 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 	return cp.endCorePick(core, occ, fiBefore, cookie, !r.Core.PickBlockedDonor)
 }
 
+// coreFlippedOff is the re-check proposed by finding F5 (docs/findings.md):
+// pick_next_task tested sched_core_enabled(rq) on entry, but prev_balance
+// (newidle balancing) and the proxy re-pick drop the rq lock, and a
+// __sched_core_flip(false) in that window leaves this CPU holding its own
+// __lock while the rest of the core-wide pick reads and writes its
+// siblings' runqueues and the core's state. With the re-check the pick
+// goes the plain way (__pick_next_task); --bug core-flip-repick restores
+// the reference, which carries on.
+func (cp *CPU) coreFlippedOff() bool {
+	if cp.rq.CoreEnabled() || cp.c.Bug(bugs.CoreFlipRepick) {
+		return false
+	}
+	cp.c.Inc(stats.CoreFlipRepicks)
+	return true
+}
+
 // coreReschedSiblings is the end of the core pick: refresh the
 // min_vruntime_fi snapshots, record occupation, and IPI every sibling
 // whose pick differs from what it runs.
@@ -253,6 +351,7 @@ func (cp *CPU) endCorePick(core *rq.RQ, occ int, fiBefore bool, cookie uint64, b
 	next := r.Core.Pick
 	r.Core.SchedSeq = core.Core.PickSeq
 	cp.coreReschedSiblings(next, occ, fiBefore)
+	r.StartForceidle(cp.c, occ)
 	cp.c.Emit(trace.EvCorePick, int32(next.ID), int32(cookie), int32(core.Core.ForceidleCount), 0)
 	if balance && core.Core.ForceidleCount > 0 && next == r.Idle {
 		cp.queueCoreBalance()
@@ -507,7 +606,7 @@ func (cp *CPU) checkCoreCookie(next *task.Task) {
 // waits at most CoreStarveBound.
 func (m *Machine) auditCore(now int64) {
 	for i, r := range m.rqs {
-		if r.Core.Leader != r {
+		if r.Core.Leader != r || !r.CoreEnabled() {
 			continue
 		}
 		var first *task.Task
@@ -525,11 +624,24 @@ func (m *Machine) auditCore(now int64) {
 			}
 		}
 	}
+	for i, r := range m.rqs {
+		if r.Core.Leader != r {
+			continue
+		}
+		// Invariant 47: what the forced-idle accounting charged to tasks
+		// is count x elapsed forced-idle time, up to the kernel's own
+		// arithmetic (scaling by occupation, integer division).
+		cs := &r.Core
+		if d := cs.FIExpected - cs.FICharged; d != cs.FIAllowed {
+			m.warn(nil, check.InvForceIdleAcct, -1, "", fmt.Sprintf("core of cpu%d: forced idle %d ns (count x elapsed), charged to tasks %d ns: %d ns short, the accounting's arithmetic explains %d ns", i, cs.FIExpected, cs.FICharged, d, cs.FIAllowed))
+			return
+		}
+	}
 	if m.cfg.CoreStarveBound <= 0 {
 		return
 	}
 	for _, r := range m.rqs {
-		if r.Curr() != r.Idle || r.NrRunning() == 0 {
+		if !r.CoreEnabled() || r.Curr() != r.Idle || r.NrRunning() == 0 {
 			continue
 		}
 		for _, t := range r.Tasks() {

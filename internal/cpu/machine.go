@@ -76,6 +76,10 @@ type Config struct {
 	// CoreStallFix is the CORESCHED_STALL_FIX sched feature of v3 (only
 	// CoreV3 reads it); --bug coresched-stall overrides it.
 	CoreStallFix bool
+	// CoreToggleEvery (virtual ns; 0: never) switches core scheduling
+	// off and on at run time (stress --core-sched-toggle-interval): the
+	// kernel's flip of every core's rq lock pointer. Needs CoreSched.
+	CoreToggleEvery int64
 	// CoreStarveBound is how long (virtual ns) an untagged runnable task
 	// may wait on a forced-idle CPU (invariant 45; 0: off).
 	CoreStarveBound int64
@@ -112,20 +116,27 @@ type Machine struct {
 	Rep   *check.Reporter
 	Stats []*stats.CPU
 
-	bar       barrier
-	runner    runner               // how the CPU goroutines interleave
-	cond      *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
-	rto       atomic.Int32         // runqueues with two or more RT tasks
-	live      *audit.Liveness      // the liveness checks' memory (audits only)
-	stopReq   chan struct{}
-	stopping  atomic.Bool
-	stopWhy   atomic.Pointer[string]
-	started   bool
-	wg        sync.WaitGroup
-	epochs    atomic.Uint64
-	detected  atomic.Int64 // wall clock (unix ns) of the first violation
-	wallStart time.Time
-	wallEnd   time.Time
+	bar    barrier
+	runner runner               // how the CPU goroutines interleave
+	cond   *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
+	rto    atomic.Int32         // runqueues with two or more RT tasks
+	// coreFlipMu is sched_core_mutex: it serialises flips and guards
+	// coreOn (sched_core_count's "enabled" side). coreFlipDue is the
+	// stress toggle's next due time (virtual ns; the CPU that moves it
+	// on flips).
+	coreFlipMu  sync.Mutex
+	coreOn      bool
+	coreFlipDue atomic.Int64
+	live        *audit.Liveness // the liveness checks' memory (audits only)
+	stopReq     chan struct{}
+	stopping    atomic.Bool
+	stopWhy     atomic.Pointer[string]
+	started     bool
+	wg          sync.WaitGroup
+	epochs      atomic.Uint64
+	detected    atomic.Int64 // wall clock (unix ns) of the first violation
+	wallStart   time.Time
+	wallEnd     time.Time
 	// Stuck is set when CPUs did not stop after a hang or violation.
 	Stuck bool
 	// HangDump holds goroutine stacks captured by the watchdog.
@@ -214,6 +225,13 @@ func New(cfg Config) (*Machine, error) {
 	m.buildSpans()
 	if cfg.CoreSched != CoreOff {
 		m.enableCoreSched()
+		m.coreOn = true
+		m.coreFlipDue.Store(cfg.CoreToggleEvery)
+	} else if cfg.CoreToggleEvery != 0 {
+		return nil, fmt.Errorf("core scheduling toggle interval %v needs core scheduling (--core-sched)", time.Duration(cfg.CoreToggleEvery))
+	}
+	if cfg.CoreToggleEvery < 0 {
+		return nil, fmt.Errorf("core scheduling toggle interval %v: must not be negative", time.Duration(cfg.CoreToggleEvery))
 	}
 	m.bar.init(m)
 	return m, nil

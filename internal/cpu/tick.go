@@ -33,6 +33,9 @@ func (cp *CPU) tick() {
 	if r.Tick(c) {
 		c.Inc(stats.Preemptions)
 	}
+	if r.CoreEnabled() && r.Core.Leader.Core.ForceidleCount > 0 {
+		r.SchedCoreAccountForceidle(c) // sched_core_tick
+	}
 	if c.Proxy {
 		cp.checkCurrDonor()
 	}
@@ -49,6 +52,9 @@ func (cp *CPU) tick() {
 			cp.shuffleTicks = 0
 			cp.shuffle()
 		}
+	}
+	if m.cfg.CoreToggleEvery > 0 {
+		cp.maybeCoreToggle()
 	}
 	if m.cfg.SignalRate > 0 {
 		cp.signalDue += m.cfg.SignalRate * float64(m.cfg.Tick) / 1e9

@@ -32,8 +32,15 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 			o.Workload = "coresched"
 		}
 	}
-	if o.Bugs.Has(bugs.CoreStealDonor) && o.CoreSched == "" {
-		o.CoreSched = "on" // the forced-idle balancer exists only with core scheduling
+	for _, b := range []bugs.ID{bugs.CoreStealDonor, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
+		if o.Bugs.Has(b) && o.CoreSched == "" {
+			o.CoreSched = "on" // these live in core scheduling's code
+		}
+	}
+	for _, b := range []bugs.ID{bugs.CoreLockFlip, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
+		if o.Bugs.Has(b) && o.CoreToggleInterval == 0 {
+			o.CoreToggleInterval = 5 * time.Millisecond // they need flips at run time
+		}
 	}
 	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
 	if err != nil {

@@ -67,6 +67,9 @@ type Options struct {
 	JitterDelay     time.Duration // longest injected busy delay
 	Stutter         time.Duration // pause all CPUs every this much wall time (0: off)
 	ShuffleInterval time.Duration // virtual time between affinity shuffles per busy CPU (0: off)
+	// CoreToggleInterval is the virtual time between switches of core
+	// scheduling off and on (stress --core-sched-toggle-interval; 0: off).
+	CoreToggleInterval time.Duration
 	// SignalRate is signals per second of busy virtual time per CPU (0:
 	// off); SignalFatal the fraction that are SIGKILL (the task exits).
 	SignalRate  float64
@@ -218,6 +221,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.Hooks = o.Hooks
 	cfg.OnEpoch = o.OnEpoch
 	cfg.ShuffleEvery = int64(o.ShuffleInterval)
+	cfg.CoreToggleEvery = int64(o.CoreToggleInterval)
 	cfg.SignalRate, cfg.SignalFatal, cfg.SpuriousWakeRate = o.SignalRate, o.SignalFatal, o.SpuriousWakeRate
 	if o.Deterministic {
 		st, err := conductor.ParseStrategy(o.Strategy)

@@ -41,27 +41,32 @@ const (
 	Audits
 	Exits
 	JitterInjected
-	Migrations        // every change of task_cpu (se.nr_migrations); by reason in CPU.MigrateBy
-	MutexWaitsDone    // waits that ended in an acquisition (contentions minus these = tasks waiting)
-	AffinityShuffles  // stress: masks moved by the shuffler
-	CorePicks         // core scheduling: core-wide selections (pick_next_task's slow path)
-	CoreFastPicks     // core scheduling: a sibling's core_pick taken (pick_next_task's fast path)
-	CoreForcedIdle    // core scheduling: a CPU left idle with tasks queued (forced idle), by a core pick or a cookie swap
-	CoreSiblingIPIs   // core scheduling: sibling reschedules sent by core picks
-	CoreCookieSwaps   // core scheduling: a proxy's owner mismatched the core cookie (sched_core_swap_pick), resolved by forced idle or a core re-pick with the owner
-	CoreCookieSets    // core scheduling: cookie changes (prctl PR_SCHED_CORE)
-	CoreSteals        // core scheduling: tasks moved to a forced-idle CPU by try_steal_cookie
-	MutexEINTR        // interruptible/killable mutex waits ended by a signal (-EINTR)
-	SignalsSent       // signals queued (stress --signal-rate, scenario commands)
-	SignalWakeups     // signal_wake_up's wake_up_state calls that woke the task
-	SignalsHandled    // pending signals dequeued by their task at an instruction boundary
-	SignalSleepAborts // try_to_block_task found a signal pending for the sleep state: stays RUNNING
-	SpuriousWakes     // stress --spurious-wake-rate: wake_up_process of a mutex waiter
-	SpuriousWakeups   // ... that woke it (it was asleep)
-	MutexSpins        // optimistic spins started before queueing (mutex_optimistic_spin, OSQ spinner)
-	MutexWaiterSpins  // spins of the first waiter on the owner (blocked_on cleared, still listed)
-	MutexSpinTurns    // turns of either spin (SpinCost of virtual time each)
-	MutexSpinAcquires // locks taken by spinning
+	Migrations             // every change of task_cpu (se.nr_migrations); by reason in CPU.MigrateBy
+	MutexWaitsDone         // waits that ended in an acquisition (contentions minus these = tasks waiting)
+	AffinityShuffles       // stress: masks moved by the shuffler
+	CorePicks              // core scheduling: core-wide selections (pick_next_task's slow path)
+	CoreFastPicks          // core scheduling: a sibling's core_pick taken (pick_next_task's fast path)
+	CoreForcedIdle         // core scheduling: a CPU left idle with tasks queued (forced idle), by a core pick or a cookie swap
+	CoreSiblingIPIs        // core scheduling: sibling reschedules sent by core picks
+	CoreCookieSwaps        // core scheduling: a proxy's owner mismatched the core cookie (sched_core_swap_pick), resolved by forced idle or a core re-pick with the owner
+	CoreCookieSets         // core scheduling: cookie changes (prctl PR_SCHED_CORE)
+	CoreSteals             // core scheduling: tasks moved to a forced-idle CPU by try_steal_cookie
+	MutexEINTR             // interruptible/killable mutex waits ended by a signal (-EINTR)
+	SignalsSent            // signals queued (stress --signal-rate, scenario commands)
+	SignalWakeups          // signal_wake_up's wake_up_state calls that woke the task
+	SignalsHandled         // pending signals dequeued by their task at an instruction boundary
+	SignalSleepAborts      // try_to_block_task found a signal pending for the sleep state: stays RUNNING
+	SpuriousWakes          // stress --spurious-wake-rate: wake_up_process of a mutex waiter
+	SpuriousWakeups        // ... that woke it (it was asleep)
+	MutexSpins             // optimistic spins started before queueing (mutex_optimistic_spin, OSQ spinner)
+	MutexWaiterSpins       // spins of the first waiter on the owner (blocked_on cleared, still listed)
+	MutexSpinTurns         // turns of either spin (SpinCost of virtual time each)
+	MutexSpinAcquires      // locks taken by spinning
+	CoreFlips              // core scheduling: cores switched on or off at run time (__sched_core_flip, per core)
+	CoreLockRetries        // core scheduling: raw_spin_rq_lock found rq_lockp() changed by a flip after taking it, and retried
+	CoreForceIdleNs        // core scheduling: forced-idle CPU time (core_forceidle_count x elapsed ns), the accounting's reference
+	CoreForceIdleChargedNs // core scheduling: forced-idle ns charged to tasks (__sched_core_account_forceidle, core_forceidle_sum)
+	CoreFlipRepicks        // core scheduling: a core-wide pick found core scheduling switched off after a lock drop and picked the plain way (finding F5's re-check)
 	NumCounters
 )
 
@@ -78,6 +83,8 @@ var CounterNames = [NumCounters]string{
 	"mutex_eintr", "signals_sent", "signal_wakeups", "signals_handled", "signal_sleep_aborts",
 	"spurious_wakes", "spurious_wakeups",
 	"mutex_spins", "mutex_waiter_spins", "mutex_spin_turns", "mutex_spin_acquires",
+	"core_flips", "core_lock_retries", "core_forceidle_ns", "core_forceidle_charged_ns",
+	"core_flip_repicks",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

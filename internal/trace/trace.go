@@ -44,13 +44,14 @@ const (
 	EvSpuriousWake               // Task=woken waiter, A=mutex, B=1 if it woke it
 	EvSpin                       // Task, A=mutex, B=1 if the first waiter's spin: optimistic spinning starts
 	EvSpinEnd                    // Task, A=mutex, B=SpinEnd* (how it ended), C=turns
+	EvCoreFlip                   // Task=1 if switched on, 0 if off: core scheduling flipped on every core (__sched_core_flip)
 	NumKinds
 )
 
 var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
-	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end"}
+	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end", "core_flip"}
 
 // How an optimistic spin ended (EvSpinEnd's B).
 const (
