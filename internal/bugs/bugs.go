@@ -146,7 +146,7 @@ var Catalogue = []Bug{
 		"race detector only (build with -race): DATA RACE between doActivateBlockedWaiter and tryToBlockTask or ttwuDoWakeup"},
 	{CoreschedStall, 0, "coresched-stall", Historical, "core scheduling v3 (CORESCHED_STALL_FIX, Jun 2019)",
 		"core scheduling v3's pick_task, when the core cookie is 0 (the max so far is untagged), keeps a tagged candidate unless prio_less(candidate, max): on a tie (v3's cross-CPU vruntime normalisation makes one-task-per-CPU compares tie) the tagged task wins, becomes max and forces the untagged sibling idle, for as long as the tagged side keeps running. --bug restores that comparison (NO_CORESCHED_STALL_FIX); the fix is max && !prio_less(max, candidate). Needs --core-sched v3",
-		"audit: untagged runnable task starved on a forced-idle CPU beyond the bound (invariant 45)"},
+		"inline, after each core pick: the untagged task chosen first lost the core to a tagged one that does not strictly beat it (invariant 48); starvation beyond the bound (invariant 45: 1 s under v3, whose K2/K3 waits reach 0.5 s with the fix too)"},
 	{CoreStealDonor, 0, "core-steal-donor", Historical, "v30 (\"sched/core: Don't steal a proxy-exec donor\", July 2026)",
 		"try_steal_cookie, the forced-idle balancer, skipped only src->core_pick and src->curr: it could move src's rq->donor (a blocked donor a proxy runs for) or another mutex-blocked donor to a forced-idle CPU by a non-proxy path. The reference skips p == src->donor and task_is_blocked(p); --bug removes both skips (the v30 patch body was not read: the mechanism is inferred from its title and the reference's code). Needs --core-sched",
 		"audit: donor not queued on its rq / stale donor reference (invariants 4, 5, 16); lost blocked chains (liveness)"},
@@ -179,8 +179,6 @@ func (b Bug) HuntSkip() string {
 	switch {
 	case b.RaceOnly():
 		return "only the race detector catches it (a race build and GORACE=halt_on_error=1; docs/findings.md)"
-	case b.ID == CoreschedStall:
-		return "its starvation shows in the stall table (README), but no invariant yet tells v3's pick from the fixed one (issue 17)"
 	}
 	return ""
 }

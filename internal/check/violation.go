@@ -48,6 +48,7 @@ const (
 	InvCoreStarve        Invariant = 45 // an untagged runnable task on a forced-idle CPU waits at most a bound
 	InvRQLockIdentity    Invariant = 46 // the lock a CPU holds for an rq is rq_lockp(rq); siblings agree on it
 	InvForceIdleAcct     Invariant = 47 // forced-idle time charged to tasks == forced-idle CPU time (count x elapsed)
+	InvCoreTieMax        Invariant = 48 // a core pick never forces its untagged first max idle for a tagged task that does not strictly beat it
 )
 
 var invNames = map[Invariant]string{
@@ -63,7 +64,7 @@ var invNames = map[Invariant]string{
 	InvHandoffLiveness: "handoff-liveness", InvWaitAge: "wait-age", InvLostWakeup: "lost-wakeup",
 	InvLivelock: "livelock", InvChargeLedger: "charge-ledger",
 	InvCoreCookie: "core-cookie", InvCoreStarve: "core-starve",
-	InvRQLockIdentity: "rq-lock-identity", InvForceIdleAcct: "forceidle-acct",
+	InvRQLockIdentity: "rq-lock-identity", InvForceIdleAcct: "forceidle-acct", InvCoreTieMax: "core-tie-max",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

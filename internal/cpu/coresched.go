@@ -65,6 +65,7 @@ func (m *Machine) enableCoreSched() {
 		}
 		r.EnableCore(m.rqs[m.topo.CoreLeader(i)], sibs)
 		r.Core.NoFITick = m.cfg.CoreSched == CoreV3
+		r.Core.NoFIAcct = m.cfg.CoreSched == CoreV3
 	}
 }
 
@@ -243,6 +244,9 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 		}
 	}
 	rqMax.Core.PickLeader = true
+	if first := r.Core.Pick; !first.Idle {
+		cp.checkTieMax(first, r, max, rqMax, rq.PrioLess(first, r, max, rqMax, fiBefore))
+	}
 	if owner != nil {
 		if r.Core.PickLeader && r.Core.Pick == donor {
 			// The same leader and donor as last time: the owner, which
@@ -290,6 +294,21 @@ func (cp *CPU) coreFlippedOff() bool {
 	}
 	cp.c.Inc(stats.CoreFlipRepicks)
 	return true
+}
+
+// checkTieMax is invariant 48, after a core-wide selection: the first
+// task the pick took (this CPU's own best, or v3's first max) is
+// untagged, the max the core ended with is tagged, so the untagged one is
+// forced idle or swapped out for a tagged one; that takes a max of
+// strictly higher priority (firstLess: prio_less(first, max)). v3's
+// pick_task says so in its comment ("return it only if it has higher
+// priority than max"); without CORESCHED_STALL_FIX its test gives ties to
+// the tagged candidate (K1, --bug coresched-stall).
+func (cp *CPU) checkTieMax(first *task.Task, rqFirst *rq.RQ, max *task.Task, rqMax *rq.RQ, firstLess bool) {
+	if first.CoreCookie != 0 || max.CoreCookie == 0 || firstLess {
+		return
+	}
+	cp.m.Report(cp.c, check.InvCoreTieMax, first, fmt.Sprintf("core pick on cpu%d: untagged %v (cpu%d), chosen first, lost the core to tagged %v (cpu%d, cookie %d), which does not have higher priority (prio_less(%v, %v) is false)", cp.rq.CPU, first, rqFirst.CPU, max, rqMax.CPU, max.CoreCookie, first, max))
 }
 
 // coreReschedSiblings is the end of the core pick: refresh the
@@ -375,8 +394,8 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 			start = k
 		}
 	}
-	var max *task.Task
-	var rqMax *rq.RQ
+	var max, first *task.Task
+	var rqMax, rqFirst *rq.RQ
 	for _, rt := range [2]bool{true, false} {
 	again:
 		for k := range sibs {
@@ -396,6 +415,9 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 				return p
 			}
 			ri.Core.Pick = p
+			if first == nil && !p.Idle {
+				first, rqFirst = p, ri
+			}
 			if max == nil || !rq.CookieMatch(max, p) {
 				old := max
 				core.Core.Cookie = p.CoreCookie
@@ -422,6 +444,9 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 		if cp.countForcedIdle(core, ri, fiBefore) {
 			occ++
 		}
+	}
+	if first != nil && max != nil {
+		cp.checkTieMax(first, rqFirst, max, rqMax, rq.PrioLessV3(first, rqFirst, max, rqMax))
 	}
 	// v3 has no min_vruntime_fi: siblings are rescheduled as if forced
 	// idle had been on before.

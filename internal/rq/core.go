@@ -27,6 +27,11 @@ type CoreState struct {
 	// NoFITick leaves out task_tick_core (RFC v3 had no forced-idle
 	// tick; it came with 8039e96fcc1d in 2021). Set before start.
 	NoFITick bool
+	// NoFIAcct leaves out forced-idle time accounting (it came with
+	// 5.16-5.17; RFC v3's pick can force a sibling idle with no task
+	// running on the core, which the accounting's WARN forbids). Set
+	// before start.
+	NoFIAcct bool
 
 	// Per runqueue (core lock).
 	Pick             *task.Task // rq->core_pick: the task a sibling's core pick chose for this CPU
@@ -123,6 +128,9 @@ func (r *RQ) SchedCoreAccountForceidle(c *percpu.Ctx) int64 {
 	core := r.Core.Leader
 	cs := &core.Core
 	now := c.Now
+	if r.Core.NoFIAcct {
+		return 0
+	}
 	if cs.ForceidleCount == 0 {
 		c.Warn(check.InvForceIdleAcct, -1, "", "sched_core_account_forceidle on cpu%d with core_forceidle_count 0 (WARN_ON_ONCE)", r.CPU)
 		return 0
@@ -144,7 +152,7 @@ func (r *RQ) SchedCoreAccountForceidle(c *percpu.Ctx) int64 {
 	}
 	cs.ForceidleStart = now
 	if cs.ForceidleOccupation == 0 {
-		c.Warn(check.InvForceIdleAcct, -1, "", "core of cpu%d forced idle with occupation 0 (WARN_ON_ONCE: can't be forced idle without a running task)", r.CPU)
+		c.Warn(check.InvForceIdleAcct, -1, "", "core of cpu%d forced idle (count %d) with occupation 0 (WARN_ON_ONCE: can't be forced idle without a running task)", r.CPU, cs.ForceidleCount)
 	} else if cs.ForceidleCount > 1 || cs.ForceidleOccupation > 1 {
 		delta = delta * int64(cs.ForceidleCount) / int64(cs.ForceidleOccupation)
 	}
@@ -177,7 +185,7 @@ func (r *RQ) SchedCoreAccountForceidle(c *percpu.Ctx) int64 {
 // (before b171501f2580). The model's own episode clock always starts.
 func (r *RQ) StartForceidle(c *percpu.Ctx, occ int) {
 	cs := &r.Core.Leader.Core
-	if cs.ForceidleCount == 0 {
+	if cs.ForceidleCount == 0 || r.Core.NoFIAcct {
 		return
 	}
 	// rq_clock is never 0 in the kernel, where 0 means "no episode";
