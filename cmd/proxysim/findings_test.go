@@ -22,6 +22,9 @@ var findings = []struct {
 	// switches spinning off. The 256-CPU hunt catches F1 with it on.
 	{"early-activation", "205329377607709", "no-stranded-waiter", []string{"--optimistic-spin", "off"}},
 	{"proxy-keeps-donor", "115309719035642", "curr-donor", nil},
+	// F5 and F6 need core scheduling switched off and on at run time.
+	{"core-flip-repick", "1", "rq-lock-identity", []string{"--core-sched", "--core-sched-toggle-interval", "2ms"}},
+	{"core-flip-stale-pick", "1", "single-run", []string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}},
 }
 
 func TestFindingsReproduce(t *testing.T) {
