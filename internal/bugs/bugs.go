@@ -58,6 +58,8 @@ const (
 	CoreForceIdleAcct               // K11: forced idle charged only to cookied tasks, started only with a core cookie
 	CoreFlipRepick                  // finding F5: the core-wide pick carries on after a flip-off during its lock drops
 	CoreFlipStalePick               // finding F6: a core_pick survives a flip off and on, and the fast path takes it
+	CoreFIVruntime                  // K2: cross-CPU vruntime compare against the current min_vruntime (0 vs 0), no min_vruntime_fi
+	CoreFINoTick                    // K4: no forced-idle tick (task_tick_core): the forced-idle sibling waits for a schedule event
 	NumBugs
 )
 
@@ -165,6 +167,12 @@ var Catalogue = []Bug{
 	{CoreFlipStalePick, 0, "core-flip-stale-pick", Finding, "open@014c4be7",
 		"a core-wide pick leaves core_pick set for each sibling it IPIs. If core scheduling is switched off before that sibling schedules, nothing clears it: the plain pick ignores it, and enqueues and dequeues no longer bump core_task_seq (sched_core_enqueue/dequeue run only when enabled). When it is switched on again, the sibling's next pick_next_task finds core_pick_seq == core_task_seq != core_sched_seq and core_pick set, and takes the stale pick on the fast path: a task that may have slept, moved to another CPU, or changed cookie meanwhile. The kernel clears core_pick for an offline CPU for the same reason (\"core_pick would already be migrated\"), not across a flip. The proposed fix clears every sibling's core_pick in __sched_core_flip under sched_core_lock (Peter Zijlstra, Nov 2021: \"perhaps we should do better here and explicitly initialize more state\"). --bug restores the reference. Needs --core-sched and flips",
 		"inline: switch-in checks (task not queued here, invariants 1/5/6) and invariant 44 (cookie of siblings)"},
+	{CoreFIVruntime, 0, "core-fi-vruntime", Historical, "5.14 (c6047c2e3af6, Joel Fernandes' min_vruntime_fi snapshot, v8 of the series)",
+		"the core-wide pick compared fair tasks on different CPUs by vruntime normalised with each runqueue's current min_vruntime: with one task per CPU each side is its runqueue's min_vruntime, both normalise to 0, every compare ties, and the tie goes to the CPU that picks, which is the runner's own when its forced-idle tick fires. The fix snapshots min_vruntime into min_vruntime_fi when forced idle begins, so the runner's vruntime grows against a frozen base and the waiting side wins. --bug compares against the current min_vruntime. Needs --core-sched (hunted on coresched-hog)",
+		"audit: a runnable task on a forced-idle CPU waits at most 100 ms (invariant 45)"},
+	{CoreFINoTick, 0, "core-fi-no-tick", Historical, "5.14 (8039e96fcc1d, Vineeth Pillai: the forced-idle tick, task_tick_core)",
+		"with one long-running task on a core and its sibling forced idle, nothing schedules: no wake-up, no sleep, no preemption, so the forced-idle sibling waits as long as the runner computes. task_tick_core reschedules the runner once it used half its slice while the core is forced idle with one fair task queued (MIN_NR_TASKS_DURING_FORCEIDLE). --bug removes the tick check. Needs --core-sched (hunted on coresched-hog)",
+		"audit: a runnable task on a forced-idle CPU waits at most 100 ms (invariant 45)"},
 }
 
 // raceOnly are the entries only the race detector catches.

@@ -239,13 +239,13 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 		p := ri.PickNextTask(c)
 		ri.Core.Pick = p
 		ri.Core.PickLeader = false
-		if max == nil || rq.PrioLess(max, rqMax, p, ri, fiBefore) {
+		if max == nil || rq.PrioLess(c, max, rqMax, p, ri, fiBefore) {
 			max, rqMax = p, ri
 		}
 	}
 	rqMax.Core.PickLeader = true
 	if first := r.Core.Pick; !first.Idle {
-		cp.checkTieMax(first, r, max, rqMax, rq.PrioLess(first, r, max, rqMax, fiBefore))
+		cp.checkTieMax(first, r, max, rqMax, rq.PrioLess(c, first, r, max, rqMax, fiBefore))
 	}
 	if owner != nil {
 		if r.Core.PickLeader && r.Core.Pick == donor {
@@ -627,8 +627,9 @@ func (cp *CPU) checkCoreCookie(next *task.Task) {
 
 // auditCore is the audit's half of invariants 44 and 45, with every CPU
 // parked: siblings' execution contexts share a cookie (or idle, or a
-// reschedule is pending); an untagged runnable task on a forced-idle CPU
-// waits at most CoreStarveBound.
+// reschedule is pending); a runnable task on a forced-idle CPU waits at
+// most CoreStarveBound (under v3, whose K2/K3 starve the tagged side by
+// design, untagged tasks only).
 func (m *Machine) auditCore(now int64) {
 	for i, r := range m.rqs {
 		if r.Core.Leader != r || !r.CoreEnabled() {
@@ -670,11 +671,11 @@ func (m *Machine) auditCore(now int64) {
 			continue
 		}
 		for _, t := range r.Tasks() {
-			if t.CoreCookie != 0 || t.IsBlocked() || t.State() != task.Running {
+			if (t.CoreCookie != 0 && m.cfg.CoreSched == CoreV3) || t.IsBlocked() || t.State() != task.Running {
 				continue
 			}
 			if w := now - t.SE.Runnable; w > m.cfg.CoreStarveBound {
-				m.warn(nil, check.InvCoreStarve, t.ID, t.String(), fmt.Sprintf("untagged %v runnable on forced-idle cpu%d for %.1f ms (bound %.1f ms); core cookie %d", t, r.CPU, float64(w)/1e6, float64(m.cfg.CoreStarveBound)/1e6, r.Core.Leader.Core.Cookie))
+				m.warn(nil, check.InvCoreStarve, t.ID, t.String(), fmt.Sprintf("%v (cookie %d) runnable on forced-idle cpu%d for %.1f ms (bound %.1f ms); core cookie %d", t, t.CoreCookie, r.CPU, float64(w)/1e6, float64(m.cfg.CoreStarveBound)/1e6, r.Core.Leader.Core.Cookie))
 				return
 			}
 		}

@@ -241,7 +241,12 @@ func (r *RQ) TaskPrio(p *task.Task) int {
 // the root level (no cgroups): (a.v - b.v) + (fi(b) - fi(a)) > 0, with
 // each runqueue's min_vruntime_fi, which is frozen while the core is
 // forced idle (task_vruntime_update).
-func PrioLess(a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bool) bool {
+//
+// --bug core-fi-vruntime compares with each runqueue's current
+// min_vruntime instead (before c6047c2e3af6's snapshot, design note K2):
+// with one task per CPU each side normalises to 0 and every cross-CPU
+// compare ties.
+func PrioLess(c *percpu.Ctx, a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bool) bool {
 	pa, pb := ra.TaskPrio(a), rb.TaskPrio(b)
 	if pa != pb {
 		return pa > pb
@@ -249,7 +254,11 @@ func PrioLess(a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bool) bool {
 	if pa != task.DefaultPrio {
 		return false
 	}
-	delta := (a.SE.Vruntime - b.SE.Vruntime) + (rb.Core.MinVruntimeFI - ra.Core.MinVruntimeFI)
+	fa, fb := ra.Core.MinVruntimeFI, rb.Core.MinVruntimeFI
+	if c.Bug(bugs.CoreFIVruntime) {
+		fa, fb = ra.minVruntime, rb.minVruntime
+	}
+	delta := (a.SE.Vruntime - b.SE.Vruntime) + (fb - fa)
 	return delta > 0
 }
 

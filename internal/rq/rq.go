@@ -612,7 +612,7 @@ func (r *RQ) Tick(c *percpu.Ctx) bool {
 		r.SetNeedResched()
 		return true
 	}
-	if r.CoreEnabled() && r.coreTickForceIdle(se) {
+	if r.CoreEnabled() && !c.Bug(bugs.CoreFINoTick) && r.coreTickForceIdle(se) {
 		r.SetNeedResched()
 		return true
 	}

@@ -32,7 +32,12 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 			o.Workload = "coresched"
 		}
 	}
-	for _, b := range []bugs.ID{bugs.CoreStealDonor, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
+	if (o.Bugs.Has(bugs.CoreFIVruntime) || o.Bugs.Has(bugs.CoreFINoTick)) && o.Workload == "stress" {
+		// One CPU hog per SMT thread, half of them tagged: nothing but
+		// the forced-idle tick and min_vruntime_fi move a core.
+		o.Workload = "coresched-hog"
+	}
+	for _, b := range []bugs.ID{bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
 		if o.Bugs.Has(b) && o.CoreSched == "" {
 			o.CoreSched = "on" // these live in core scheduling's code
 		}
