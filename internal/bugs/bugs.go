@@ -60,6 +60,7 @@ const (
 	CoreFlipStalePick               // finding F6: a core_pick survives a flip off and on, and the fast path takes it
 	CoreFIVruntime                  // K2: cross-CPU vruntime compare against the current min_vruntime (0 vs 0), no min_vruntime_fi
 	CoreFINoTick                    // K4: no forced-idle tick (task_tick_core): the forced-idle sibling waits for a schedule event
+	CoreFIChargeStale               // finding F7: forced-idle time charged to a stale core_pick, a task another core may be charging
 	NumBugs
 )
 
@@ -173,10 +174,13 @@ var Catalogue = []Bug{
 	{CoreFINoTick, 0, "core-fi-no-tick", Historical, "5.14 (8039e96fcc1d, Vineeth Pillai: the forced-idle tick, task_tick_core)",
 		"with one long-running task on a core and its sibling forced idle, nothing schedules: no wake-up, no sleep, no preemption, so the forced-idle sibling waits as long as the runner computes. task_tick_core reschedules the runner once it used half its slice while the core is forced idle with one fair task queued (MIN_NR_TASKS_DURING_FORCEIDLE). --bug removes the tick check. Needs --core-sched (hunted on coresched-hog)",
 		"audit: a runnable task on a forced-idle CPU waits at most 100 ms (invariant 45)"},
+	{CoreFIChargeStale, 0, "core-fi-charge-stale", Finding, "open@014c4be7 (core_sched.c as of b171501f2580)",
+		"__sched_core_account_forceidle charges rq_i->core_pick ?: rq_i->curr for each sibling. core_pick is left set for a sibling the last core pick IPIed; an enqueue or dequeue since (core_task_seq moved on: the fast path would not take it) may have moved that task to another core, where it runs and is charged by that core's accounting under that core's lock: two CPUs add to p->stats.core_forceidle_sum under different locks (a plain read-modify-write: KCSAN's data race, lost updates), and the first core charges a task that no longer runs there. The proposed fix charges core_pick only while core_pick_seq == core_task_seq, else curr. --bug restores the reference",
+		"race detector only (build with -race): DATA RACE on the task's core_forceidle_sum between two cores' SchedCoreAccountForceidle"},
 }
 
 // raceOnly are the entries only the race detector catches.
-var raceOnly = Set(0).With(IsBlockedPlainRead)
+var raceOnly = Set(0).With(IsBlockedPlainRead).With(CoreFIChargeStale)
 
 // RaceOnly says that only the race detector catches b (a data race, no
 // invariant): hunts need a race build and skip it otherwise.

@@ -121,7 +121,8 @@ func CoreFlipLocked(c *percpu.Ctx, sibs []*RQ, on bool) {
 // lock; the model's clocks are per CPU). The time since
 // core_forceidle_start, scaled by core_forceidle_count over
 // core_forceidle_occupation, is charged to every sibling's non-idle
-// core_pick ?: curr. --bug core-forceidle-acct restores the pre-2022
+// core_pick ?: curr (a core_pick only while the core's pick sequence says
+// it is still valid: finding F7). --bug core-forceidle-acct restores the pre-2022
 // filter: only tasks with a cookie are charged. It returns what was
 // charged.
 func (r *RQ) SchedCoreAccountForceidle(c *percpu.Ctx) int64 {
@@ -160,6 +161,13 @@ func (r *RQ) SchedCoreAccountForceidle(c *percpu.Ctx) int64 {
 	running := 0
 	for _, ri := range r.Core.Siblings {
 		p := ri.Core.Pick
+		if p != nil && cs.PickSeq != cs.TaskSeq && !c.Bug(bugs.CoreFIChargeStale) {
+			// Finding F7's fix: an enqueue or dequeue since the core
+			// pick voided the pick (the fast path would not take it);
+			// the task may have left this core and be charged, under
+			// another core's lock, there.
+			p = nil
+		}
 		if p == nil {
 			p = ri.Curr()
 		}

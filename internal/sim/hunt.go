@@ -37,7 +37,7 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 		// the forced-idle tick and min_vruntime_fi move a core.
 		o.Workload = "coresched-hog"
 	}
-	for _, b := range []bugs.ID{bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
+	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
 		if o.Bugs.Has(b) && o.CoreSched == "" {
 			o.CoreSched = "on" // these live in core scheduling's code
 		}
