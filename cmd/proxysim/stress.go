@@ -70,6 +70,7 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.DurationVar(&sf.o.ShuffleInterval, "shuffle-interval", def.ShuffleInterval, "virtual time between affinity shuffles on each busy CPU (0: off)")
 	fs.DurationVar(&sf.o.SRQToggleInterval, "srq-toggle-interval", 0, "SHARED_RUNQ stress: virtual time per busy CPU between a domain rebuild (shards reassigned, old queues drained) or a flip of the SHARED_RUNQ feature (drained when it goes off), alternately at random (0: off; builds the shared runqueue)")
 	fs.DurationVar(&sf.o.DomainRebuildInterval, "domain-rebuild-interval", def.DomainRebuildInterval, "virtual time between sched domain rebuilds, machine-wide (update_domains_fair: every rq lock in turn; 0: only the one at boot)")
+	fs.DurationVar(&sf.o.CoreToggleInterval, "core-sched-toggle-interval", 0, "virtual time between switches of core scheduling off and on (__sched_core_flip of every core's rq lock; needs --core-sched; 0: off)")
 	fs.Float64Var(&sf.o.SignalRate, "signal-rate", def.SignalRate, "signals sent per second of busy virtual time per CPU, half of them to random mutex waiters (0: off)")
 	fs.Float64Var(&sf.o.SignalFatal, "signal-fatal", def.SignalFatal, "fraction of --signal-rate's signals that are SIGKILL (the task exits when it handles one)")
 	fs.Float64Var(&sf.o.SpuriousWakeRate, "spurious-wake-rate", def.SpuriousWakeRate, "spurious wake_up_process calls on random mutex waiters per second of busy virtual time per CPU (0: off)")
@@ -125,10 +126,13 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"stutter", sf.o.Stutter}, {"shuffle-interval", sf.o.ShuffleInterval}, {"srq-toggle-interval", sf.o.SRQToggleInterval}, {"domain-rebuild-interval", sf.o.DomainRebuildInterval}, {"hotplug-interval", sf.o.HotplugInterval}, {"stat-interval", sf.statInterval}, {"retry-deterministic", sf.retryDet}} {
+	}{{"stutter", sf.o.Stutter}, {"shuffle-interval", sf.o.ShuffleInterval}, {"srq-toggle-interval", sf.o.SRQToggleInterval}, {"domain-rebuild-interval", sf.o.DomainRebuildInterval}, {"hotplug-interval", sf.o.HotplugInterval}, {"core-sched-toggle-interval", sf.o.CoreToggleInterval}, {"stat-interval", sf.statInterval}, {"retry-deterministic", sf.retryDet}} {
 		if d.v < 0 {
 			return usagef("--%s must not be negative (0: off), not %v", d.name, d.v)
 		}
+	}
+	if sf.o.CoreToggleInterval > 0 && (sf.o.CoreSched == "" || sf.o.CoreSched == "off") {
+		return usagef("--core-sched-toggle-interval needs --core-sched")
 	}
 	return nil
 }

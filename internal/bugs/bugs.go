@@ -58,6 +58,14 @@ const (
 	UpdateDomainsIRQsOn             // SHARED_RUNQ v3: update_domains_fair takes rq locks with IRQs on (lockdep splat at boot)
 	SRQDrainIRQsOn                  // SHARED_RUNQ v3/v4: __shared_runq_drain takes the shard lock with IRQs on
 	ReturnToOffline                 // 13
+	CoreLockFlip                    // K8: rq_lockp() read with no lock held, no re-validation; double_rq_unlock order
+	CoreLockCPUOrder                // K9: double_rq_lock orders core-wide locks by CPU id (AB-BA)
+	CoreForceIdleAcct               // K11: forced idle charged only to cookied tasks, started only with a core cookie
+	CoreFlipRepick                  // finding F7: the core-wide pick carries on after a flip-off during its lock drops
+	CoreFlipStalePick               // finding F8: a core_pick survives a flip off and on, and the fast path takes it
+	CoreFIVruntime                  // K2: cross-CPU vruntime compare against the current min_vruntime (0 vs 0), no min_vruntime_fi
+	CoreFINoTick                    // K4: no forced-idle tick (task_tick_core): the forced-idle sibling waits for a schedule event
+	CoreFIChargeStale               // finding F9: forced-idle time charged to a stale core_pick, a task another core may be charging
 	NumBugs
 )
 
@@ -146,7 +154,7 @@ var Catalogue = []Bug{
 		"race detector only (build with -race): DATA RACE between doActivateBlockedWaiter and tryToBlockTask or ttwuDoWakeup"},
 	{CoreschedStall, 0, "coresched-stall", Historical, "core scheduling v3 (CORESCHED_STALL_FIX, Jun 2019)",
 		"core scheduling v3's pick_task, when the core cookie is 0 (the max so far is untagged), keeps a tagged candidate unless prio_less(candidate, max): on a tie (v3's cross-CPU vruntime normalisation makes one-task-per-CPU compares tie) the tagged task wins, becomes max and forces the untagged sibling idle, for as long as the tagged side keeps running. --bug restores that comparison (NO_CORESCHED_STALL_FIX); the fix is max && !prio_less(max, candidate). Needs --core-sched v3",
-		"audit: untagged runnable task starved on a forced-idle CPU beyond the bound (invariant 45)"},
+		"inline, after each core pick: the untagged task chosen first lost the core to a tagged one that does not strictly beat it (invariant 52); starvation beyond the bound (invariant 45: 1 s under v3, whose K2/K3 waits reach 0.5 s with the fix too)"},
 	{CoreStealDonor, 0, "core-steal-donor", Historical, "v30 (\"sched/core: Don't steal a proxy-exec donor\", July 2026)",
 		"try_steal_cookie, the forced-idle balancer, skipped only src->core_pick and src->curr: it could move src's rq->donor (a blocked donor a proxy runs for) or another mutex-blocked donor to a forced-idle CPU by a non-proxy path. The reference skips p == src->donor and task_is_blocked(p); --bug removes both skips (the v30 patch body was not read: the mechanism is inferred from its title and the reference's code). Needs --core-sched",
 		"audit: donor not queued on its rq / stale donor reference (invariants 4, 5, 16); lost blocked chains (liveness)"},
@@ -165,10 +173,34 @@ var Catalogue = []Bug{
 	{ReturnToOffline, 13, "return-to-offline", Historical, "v16",
 		"before v16 the return migration of a proxy-migrated donor put it straight back on its wake_cpu; if that CPU went offline while the donor was away, the task was queued on a dead CPU and never ran. v16 dequeues it and wakes it, so select_task_rq's is_cpu_allowed / select_fallback_rq place it (the reference: proxy_needs_return, then ttwu). --bug skips select_task_rq for a returning task and uses wake_cpu. Needs CPU hotplug (bugs --hunt turns on --hotplug-interval 2ms)",
 		"set_task_cpu's offline WARN and the offline-CPU audit (invariant 48)"},
+	{CoreLockFlip, 0, "core-lock-flip", Historical, "5.14 (9edeaea1bc45 \"sched: Core-wide rq->lock\", from the 2021 v2 posting's soft lockup)",
+		"switching core scheduling on or off changes rq_lockp() (rq->core_enabled, flipped with every sibling's __lock held). The 2021 posting read the pointer, took that lock and trusted it: a CPU that read the old pointer and waited through a flip holds its own __lock while its siblings serialise on the core's: two CPUs 'hold the rq lock' of one runqueue. double_rq_unlock released rq1 first and then compared rq_lockp(rq1) and rq_lockp(rq2) with no lock of rq1's core held. The fix re-reads rq_lockp() after the acquire and retries, and releases rq2 first. --bug restores both. Needs --core-sched and flips (--core-sched-toggle-interval, or the coreflip instruction)",
+		"inline: lockdep_assert_rq_held / raw_spin_rq_unlock find this CPU holding the other candidate lock (invariant 50); race detector on the runqueue's fields"},
+	{CoreLockCPUOrder, 0, "core-lock-cpu-order", Historical, "5.14 (rq_order_less(), core id first; before 2021 by rq address)",
+		"with core-wide rq locks, ordering double_rq_lock by CPU id is AB-BA: cores {0,2} and {1,3}, double_rq_lock(0,3) takes core 0 then core 1, double_rq_lock(1,2) core 1 then core 0. rq_order_less() orders by rq->core->cpu first. --bug orders by CPU id. Needs --core-sched",
+		"lock-order validator on lock identity (invariant 21); a real deadlock reported by the watchdog (invariant 40)"},
+	{CoreForceIdleAcct, 0, "core-forceidle-acct", Historical, "b171501f2580 (\"sched/core: Accounting forceidle time for all tasks except idle task\", Jan 2022)",
+		"forced-idle accounting (core_forceidle_sum) started an episode only when the core cookie was non-zero and charged only cookied tasks: a core forced idle by an untagged max (a tagged task left idle beside an untagged one) was never charged, so one cookie's side of a mirror setup reported 20% and the other 80% for the same one-CPU loss. The fix starts every episode and charges every non-idle core_pick ?: curr. --bug restores both tests. Needs --core-sched",
+		"audit: forced-idle time charged to tasks equals count x elapsed forced-idle time (invariant 51)"},
+	{CoreFlipRepick, 0, "core-flip-repick", Finding, "open@014c4be7",
+		"pick_next_task tests sched_core_enabled(rq) once, on entry; prev_balance() (newidle balancing) then drops and retakes the rq lock, and so does the proxy re-pick's find_proxy_task. __sched_core_disable() runs __sched_core_flip(false) with no synchronize_rcu(), so a flip in that window is possible: raw_spin_rq_lock re-validates and hands back the CPU's own __lock, and the core-wide pick carries on under it, reading and writing its siblings' runqueues (core_pick, the class queues) and the core's state while the siblings hold their own __locks. The proposed fix re-checks sched_core_enabled(rq) after the lock drops and picks the plain way (__pick_next_task). --bug restores the reference. Needs --core-sched and flips",
+		"lockdep_assert_rq_held on a sibling's runqueue (invariant 50); race detector on the siblings' runqueue fields"},
+	{CoreFlipStalePick, 0, "core-flip-stale-pick", Finding, "open@014c4be7",
+		"a core-wide pick leaves core_pick set for each sibling it IPIs. If core scheduling is switched off before that sibling schedules, nothing clears it: the plain pick ignores it, and enqueues and dequeues no longer bump core_task_seq (sched_core_enqueue/dequeue run only when enabled). When it is switched on again, the sibling's next pick_next_task finds core_pick_seq == core_task_seq != core_sched_seq and core_pick set, and takes the stale pick on the fast path: a task that may have slept, moved to another CPU, or changed cookie meanwhile. The kernel clears core_pick for an offline CPU for the same reason (\"core_pick would already be migrated\"), not across a flip. The proposed fix clears every sibling's core_pick in __sched_core_flip under sched_core_lock (Peter Zijlstra, Nov 2021: \"perhaps we should do better here and explicitly initialize more state\"). --bug restores the reference. Needs --core-sched and flips",
+		"inline: switch-in checks (task not queued here, invariants 1/5/6) and invariant 44 (cookie of siblings)"},
+	{CoreFIVruntime, 0, "core-fi-vruntime", Historical, "5.14 (c6047c2e3af6, Joel Fernandes' min_vruntime_fi snapshot, v8 of the series)",
+		"the core-wide pick compared fair tasks on different CPUs by vruntime normalised with each runqueue's current min_vruntime: with one task per CPU each side is its runqueue's min_vruntime, both normalise to 0, every compare ties, and the tie goes to the CPU that picks, which is the runner's own when its forced-idle tick fires. The fix snapshots min_vruntime into min_vruntime_fi when forced idle begins, so the runner's vruntime grows against a frozen base and the waiting side wins. --bug compares against the current min_vruntime. Needs --core-sched (hunted on coresched-hog, at most 16 CPUs)",
+		"audit: a runnable task on a forced-idle CPU waits at most 100 ms (invariant 45)"},
+	{CoreFINoTick, 0, "core-fi-no-tick", Historical, "5.14 (8039e96fcc1d, Vineeth Pillai: the forced-idle tick, task_tick_core)",
+		"with one long-running task on a core and its sibling forced idle, nothing schedules: no wake-up, no sleep, no preemption, so the forced-idle sibling waits as long as the runner computes. task_tick_core reschedules the runner once it used half its slice while the core is forced idle with one fair task queued (MIN_NR_TASKS_DURING_FORCEIDLE). --bug removes the tick check. Needs --core-sched (hunted on coresched-hog, at most 16 CPUs: on larger machines try_steal_cookie pairs cookies first)",
+		"audit: a runnable task on a forced-idle CPU waits at most 100 ms (invariant 45)"},
+	{CoreFIChargeStale, 0, "core-fi-charge-stale", Finding, "open@014c4be7",
+		"__sched_core_account_forceidle charges (core_sched.c as of b171501f2580, upstream: the reference does not carry the file) rq_i->core_pick ?: rq_i->curr for each sibling. core_pick is left set for a sibling the last core pick IPIed; an enqueue or dequeue since (core_task_seq moved on: the fast path would not take it) may have moved that task to another core, where it runs and is charged by that core's accounting under that core's lock: two CPUs add to p->stats.core_forceidle_sum under different locks (a plain read-modify-write: KCSAN's data race, lost updates), and the first core charges a task that no longer runs there. The proposed fix charges core_pick only while core_pick_seq == core_task_seq, else curr. --bug restores the reference",
+		"race detector only (build with -race): DATA RACE on the task's core_forceidle_sum between two cores' SchedCoreAccountForceidle"},
 }
 
 // raceOnly are the entries only the race detector catches.
-var raceOnly = Set(0).With(IsBlockedPlainRead).With(BlockedOnPlainRead)
+var raceOnly = Set(0).With(IsBlockedPlainRead).With(BlockedOnPlainRead).With(CoreFIChargeStale)
 
 // RaceOnly says that only the race detector catches b (a data race, no
 // invariant): hunts need a race build and skip it otherwise.
@@ -179,8 +211,6 @@ func (b Bug) HuntSkip() string {
 	switch {
 	case b.RaceOnly():
 		return "only the race detector catches it (a race build and GORACE=halt_on_error=1; docs/findings.md)"
-	case b.ID == CoreschedStall:
-		return "its starvation shows in the stall table (README), but no invariant yet tells v3's pick from the fixed one (issue 17)"
 	}
 	return ""
 }

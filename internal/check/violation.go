@@ -50,6 +50,9 @@ const (
 	InvIRQLockOrder      Invariant = 47 // no IRQ-safe lock class is ordered before an IRQ-unsafe one (lockdep: irq lock inversion, safe -> unsafe order)
 	InvOffline           Invariant = 48 // nothing runs on an offline CPU, nothing is queued or moved there
 	InvMigrateDisabled   Invariant = 49 // a migrate-disabled task changes CPU only by proxy migration (set_task_cpu's exemption)
+	InvRQLockIdentity    Invariant = 50 // the lock a CPU holds for an rq is rq_lockp(rq); siblings agree on it
+	InvForceIdleAcct     Invariant = 51 // forced-idle time charged to tasks == forced-idle CPU time (count x elapsed)
+	InvCoreTieMax        Invariant = 52 // a core pick never forces its untagged first max idle for a tagged task that does not strictly beat it
 )
 
 var invNames = map[Invariant]string{
@@ -67,6 +70,7 @@ var invNames = map[Invariant]string{
 	InvCoreCookie: "core-cookie", InvCoreStarve: "core-starve",
 	InvIRQLockUsage: "irq-lock-usage", InvIRQLockOrder: "irq-lock-order",
 	InvOffline: "offline-cpu", InvMigrateDisabled: "migrate-disabled",
+	InvRQLockIdentity: "rq-lock-identity", InvForceIdleAcct: "forceidle-acct", InvCoreTieMax: "core-tie-max",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

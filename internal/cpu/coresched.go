@@ -65,7 +65,81 @@ func (m *Machine) enableCoreSched() {
 		}
 		r.EnableCore(m.rqs[m.topo.CoreLeader(i)], sibs)
 		r.Core.NoFITick = m.cfg.CoreSched == CoreV3
+		r.Core.NoFIAcct = m.cfg.CoreSched == CoreV3
 	}
+}
+
+// schedCoreFlip is __sched_core_flip(on): core by core, in the order of
+// their first CPU, under sched_core_lock. The caller holds
+// sched_core_mutex (coreFlipMu) and no rq lock.
+func (m *Machine) schedCoreFlip(c *percpu.Ctx, on bool) {
+	for i, r := range m.rqs {
+		sibs := r.Core.Siblings
+		if len(sibs) == 0 || sibs[0].CPU != i {
+			continue
+		}
+		rq.SchedCoreLock(c, sibs)
+		rq.CoreFlipLocked(c, sibs, on)
+		m.coreFlipResched(c, sibs, on)
+		rq.SchedCoreUnlock(c, sibs)
+		c.Inc(stats.CoreFlips)
+	}
+	x := int32(0)
+	if on {
+		x = 1
+	}
+	c.Emit(trace.EvCoreFlip, x, 0, 0, 0)
+}
+
+// coreFlipResched stands in for the cookie changes around a kernel flip,
+// which the model leaves out (it keeps cookies across an off period; the
+// kernel switches core scheduling on at the first cookie and off after
+// the last is put, and sched_core_update_cookie reschedules a task that
+// executes). With the core's locks held: after switching on, every
+// sibling executing a tagged task reschedules, so that a core-wide pick
+// runs; after switching off, every sibling left forced idle with tasks
+// queued does (nothing else would kick it: the plain pick has no forced
+// idle).
+func (m *Machine) coreFlipResched(c *percpu.Ctx, sibs []*rq.RQ, on bool) {
+	for _, r := range sibs {
+		cur := r.Curr()
+		if (on && cur != r.Idle && cur.CoreCookie != 0) || (!on && cur == r.Idle && r.NrRunning() > 0) {
+			r.ReschedCurr(c)
+		}
+	}
+}
+
+// coreToggle is sched_core_get / sched_core_put's flip at run time (the
+// first cookie switches core scheduling on, the last put off): the stress
+// injector --core-sched-toggle-interval on the tick path, and the
+// harness's coreflip. sched_core_mutex is coreFlipMu: a CPU that finds
+// it taken leaves the flip to its holder. It reports whether it flipped.
+func (m *Machine) coreToggle(c *percpu.Ctx, on bool) bool {
+	if !m.coreFlipMu.TryLock() {
+		return false
+	}
+	defer m.coreFlipMu.Unlock()
+	if m.coreOn == on {
+		return false
+	}
+	m.coreOn = on
+	m.schedCoreFlip(c, on)
+	return true
+}
+
+// maybeCoreToggle flips core scheduling once per CoreToggleEvery of
+// virtual time (stress --core-sched-toggle-interval), from the tick path
+// of whichever CPU first passes the due time, holding no lock.
+func (cp *CPU) maybeCoreToggle() {
+	m, c := cp.m, cp.c
+	due := m.coreFlipDue.Load()
+	if c.Now < due || !m.coreFlipDue.CompareAndSwap(due, c.Now+m.cfg.CoreToggleEvery) {
+		return
+	}
+	m.coreFlipMu.Lock()
+	on := !m.coreOn
+	m.coreFlipMu.Unlock()
+	m.coreToggle(c, on)
 }
 
 // CoreSched reports the core-scheduling mode.
@@ -98,13 +172,18 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 	// prev_balance: the model's newidle pass when this rq is empty.
 	if r.NrRunning() == 0 && pick < 4 {
 		cp.newidleBalance()
+		if cp.coreFlippedOff() {
+			return r.PickNextTask(c)
+		}
 	}
 	c.Inc(stats.CorePicks)
 	needSync := core.Core.Cookie != 0
 	core.Core.Cookie = 0
 	fiBefore := false
 	if core.Core.ForceidleCount > 0 {
-		core.Core.ForceidleCount = 0
+		// sched_core_account_forceidle, then the reset.
+		r.SchedCoreAccountForceidle(c)
+		r.ResetForceidle()
 		needSync, fiBefore = true, true
 	}
 	core.Core.TaskSeq++
@@ -119,6 +198,10 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 		}
 		donor.SetBlockedDonor(nil)
 		owner = proxy.FindProxyTask(c, m, r, donor)
+		if cp.coreFlippedOff() {
+			r.Core.PickBlockedDonor = false
+			return r.PickNextTask(c)
+		}
 		if owner == nil || owner == r.Idle {
 			// Something changed in the chain (the lock may have been
 			// dropped): pick as usual.
@@ -156,11 +239,14 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 		p := ri.PickNextTask(c)
 		ri.Core.Pick = p
 		ri.Core.PickLeader = false
-		if max == nil || rq.PrioLess(max, rqMax, p, ri, fiBefore) {
+		if max == nil || rq.PrioLess(c, max, rqMax, p, ri, fiBefore) {
 			max, rqMax = p, ri
 		}
 	}
 	rqMax.Core.PickLeader = true
+	if first := r.Core.Pick; !first.Idle {
+		cp.checkTieMax(first, r, max, rqMax, rq.PrioLess(c, first, r, max, rqMax, fiBefore))
+	}
 	if owner != nil {
 		if r.Core.PickLeader && r.Core.Pick == donor {
 			// The same leader and donor as last time: the owner, which
@@ -192,6 +278,37 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 		}
 	}
 	return cp.endCorePick(core, occ, fiBefore, cookie, !r.Core.PickBlockedDonor)
+}
+
+// coreFlippedOff is the re-check proposed by finding F7 (docs/findings.md):
+// pick_next_task tested sched_core_enabled(rq) on entry, but prev_balance
+// (newidle balancing) and the proxy re-pick drop the rq lock, and a
+// __sched_core_flip(false) in that window leaves this CPU holding its own
+// __lock while the rest of the core-wide pick reads and writes its
+// siblings' runqueues and the core's state. With the re-check the pick
+// goes the plain way (__pick_next_task); --bug core-flip-repick restores
+// the reference, which carries on.
+func (cp *CPU) coreFlippedOff() bool {
+	if cp.rq.CoreEnabled() || cp.c.Bug(bugs.CoreFlipRepick) {
+		return false
+	}
+	cp.c.Inc(stats.CoreFlipRepicks)
+	return true
+}
+
+// checkTieMax is invariant 52, after a core-wide selection: the first
+// task the pick took (this CPU's own best, or v3's first max) is
+// untagged, the max the core ended with is tagged, so the untagged one is
+// forced idle or swapped out for a tagged one; that takes a max of
+// strictly higher priority (firstLess: prio_less(first, max)). v3's
+// pick_task says so in its comment ("return it only if it has higher
+// priority than max"); without CORESCHED_STALL_FIX its test gives ties to
+// the tagged candidate (K1, --bug coresched-stall).
+func (cp *CPU) checkTieMax(first *task.Task, rqFirst *rq.RQ, max *task.Task, rqMax *rq.RQ, firstLess bool) {
+	if first.CoreCookie != 0 || max.CoreCookie == 0 || firstLess {
+		return
+	}
+	cp.m.Report(cp.c, check.InvCoreTieMax, first, fmt.Sprintf("core pick on cpu%d: untagged %v (cpu%d), chosen first, lost the core to tagged %v (cpu%d, cookie %d), which does not have higher priority (prio_less(%v, %v) is false)", cp.rq.CPU, first, rqFirst.CPU, max, rqMax.CPU, max.CoreCookie, first, max))
 }
 
 // coreReschedSiblings is the end of the core pick: refresh the
@@ -253,6 +370,7 @@ func (cp *CPU) endCorePick(core *rq.RQ, occ int, fiBefore bool, cookie uint64, b
 	next := r.Core.Pick
 	r.Core.SchedSeq = core.Core.PickSeq
 	cp.coreReschedSiblings(next, occ, fiBefore)
+	r.StartForceidle(cp.c, occ)
 	cp.c.Emit(trace.EvCorePick, int32(next.ID), int32(cookie), int32(core.Core.ForceidleCount), 0)
 	if balance && core.Core.ForceidleCount > 0 && next == r.Idle {
 		cp.queueCoreBalance()
@@ -276,8 +394,8 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 			start = k
 		}
 	}
-	var max *task.Task
-	var rqMax *rq.RQ
+	var max, first *task.Task
+	var rqMax, rqFirst *rq.RQ
 	for _, rt := range [2]bool{true, false} {
 	again:
 		for k := range sibs {
@@ -297,6 +415,9 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 				return p
 			}
 			ri.Core.Pick = p
+			if first == nil && !p.Idle {
+				first, rqFirst = p, ri
+			}
 			if max == nil || !rq.CookieMatch(max, p) {
 				old := max
 				core.Core.Cookie = p.CoreCookie
@@ -323,6 +444,9 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 		if cp.countForcedIdle(core, ri, fiBefore) {
 			occ++
 		}
+	}
+	if first != nil && max != nil {
+		cp.checkTieMax(first, rqFirst, max, rqMax, rq.PrioLessV3(first, rqFirst, max, rqMax))
 	}
 	// v3 has no min_vruntime_fi: siblings are rescheduled as if forced
 	// idle had been on before.
@@ -503,11 +627,12 @@ func (cp *CPU) checkCoreCookie(next *task.Task) {
 
 // auditCore is the audit's half of invariants 44 and 45, with every CPU
 // parked: siblings' execution contexts share a cookie (or idle, or a
-// reschedule is pending); an untagged runnable task on a forced-idle CPU
-// waits at most CoreStarveBound.
+// reschedule is pending); a runnable task on a forced-idle CPU waits at
+// most CoreStarveBound (under v3, whose K2/K3 starve the tagged side by
+// design, untagged tasks only).
 func (m *Machine) auditCore(now int64) {
 	for i, r := range m.rqs {
-		if r.Core.Leader != r {
+		if r.Core.Leader != r || !r.CoreEnabled() {
 			continue
 		}
 		var first *task.Task
@@ -525,19 +650,32 @@ func (m *Machine) auditCore(now int64) {
 			}
 		}
 	}
+	for i, r := range m.rqs {
+		if r.Core.Leader != r {
+			continue
+		}
+		// Invariant 47: what the forced-idle accounting charged to tasks
+		// is count x elapsed forced-idle time, up to the kernel's own
+		// arithmetic (scaling by occupation, integer division).
+		cs := &r.Core
+		if d := cs.FIExpected - cs.FICharged; d != cs.FIAllowed {
+			m.warn(nil, check.InvForceIdleAcct, -1, "", fmt.Sprintf("core of cpu%d: forced idle %d ns (count x elapsed), charged to tasks %d ns: %d ns short, the accounting's arithmetic explains %d ns", i, cs.FIExpected, cs.FICharged, d, cs.FIAllowed))
+			return
+		}
+	}
 	if m.cfg.CoreStarveBound <= 0 {
 		return
 	}
 	for _, r := range m.rqs {
-		if r.Curr() != r.Idle || r.NrRunning() == 0 {
+		if !r.CoreEnabled() || r.Curr() != r.Idle || r.NrRunning() == 0 {
 			continue
 		}
 		for _, t := range r.Tasks() {
-			if t.CoreCookie != 0 || t.IsBlocked() || t.State() != task.Running {
+			if (t.CoreCookie != 0 && m.cfg.CoreSched == CoreV3) || t.IsBlocked() || t.State() != task.Running {
 				continue
 			}
 			if w := now - t.SE.Runnable; w > m.cfg.CoreStarveBound {
-				m.warn(nil, check.InvCoreStarve, t.ID, t.String(), fmt.Sprintf("untagged %v runnable on forced-idle cpu%d for %.1f ms (bound %.1f ms); core cookie %d", t, r.CPU, float64(w)/1e6, float64(m.cfg.CoreStarveBound)/1e6, r.Core.Leader.Core.Cookie))
+				m.warn(nil, check.InvCoreStarve, t.ID, t.String(), fmt.Sprintf("%v (cookie %d) runnable on forced-idle cpu%d for %.1f ms (bound %.1f ms); core cookie %d", t, t.CoreCookie, r.CPU, float64(w)/1e6, float64(m.cfg.CoreStarveBound)/1e6, r.Core.Leader.Core.Cookie))
 				return
 			}
 		}

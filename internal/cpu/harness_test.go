@@ -130,6 +130,28 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		h.m.epochs.Add(1)
 		h.m.hotplugEpoch(0)
 		return h.events()
+	case "coreflip":
+		// coreflip on|off [from=N]: __sched_core_flip from cpu N (no lock held)
+		from := h.intArg(t, d, "from", 0)
+		on := d.HasArg("on")
+		if on == d.HasArg("off") {
+			t.Fatalf("%s: coreflip wants on or off", d.Pos)
+		}
+		flipped := h.m.coreToggle(h.m.cpus[from].c, on)
+		return fmt.Sprintf("flipped=%v\n", flipped) + h.events()
+	case "forceidle":
+		// forceidle: each core's forced-idle books (invariant 51) and
+		// each task's core_forceidle_sum.
+		var b strings.Builder
+		for _, r := range h.m.rqs {
+			if r.Core.Leader == r {
+				fmt.Fprintf(&b, "core cpu%d: count x elapsed %v, charged %v, arithmetic %v\n", r.CPU, time.Duration(r.Core.FIExpected), time.Duration(r.Core.FICharged), time.Duration(r.Core.FIAllowed))
+			}
+		}
+		for _, p := range h.m.tasks[1:] {
+			fmt.Fprintf(&b, "%s: forceidle_sum %v\n", p.Name, time.Duration(p.Stats.ForceidleSum))
+		}
+		return b.String()
 	case "clock":
 		cpu := h.intArg(t, d, "cpu", 0)
 		var at string
@@ -468,6 +490,8 @@ func (h *harness) format(e trace.Event) string {
 		return fmt.Sprintf("%s shared_runq drain LLC %d: %d unlinked", pre, e.A, e.B)
 	case trace.EvCookie:
 		return fmt.Sprintf("%s %s cookie %d", pre, n(e.Task), e.A)
+	case trace.EvCoreFlip:
+		return fmt.Sprintf("%s core scheduling flipped %s", pre, map[bool]string{true: "on", false: "off"}[e.Task == 1])
 	}
 	return fmt.Sprintf("%s %s %s", pre, e.Kind, n(e.Task))
 }

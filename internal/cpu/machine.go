@@ -76,6 +76,10 @@ type Config struct {
 	// CoreStallFix is the CORESCHED_STALL_FIX sched feature of v3 (only
 	// CoreV3 reads it); --bug coresched-stall overrides it.
 	CoreStallFix bool
+	// CoreToggleEvery (virtual ns; 0: never) switches core scheduling
+	// off and on at run time (stress --core-sched-toggle-interval): the
+	// kernel's flip of every core's rq lock pointer. Needs CoreSched.
+	CoreToggleEvery int64
 	// CoreStarveBound is how long (virtual ns) an untagged runnable task
 	// may wait on a forced-idle CPU (invariant 45; 0: off).
 	CoreStarveBound int64
@@ -141,14 +145,21 @@ type Machine struct {
 	active, online []atomic.Bool
 	hpRand         *rand.Rand
 	hpNext         int64
-	live           *audit.Liveness // the liveness checks' memory (audits only)
-	srq            *srqState       // SHARED_RUNQ, nil unless configured
-	stopReq        chan struct{}
-	stopping       atomic.Bool
-	stopWhy        atomic.Pointer[string]
-	started        bool
-	wg             sync.WaitGroup
-	epochs         atomic.Uint64
+	// coreFlipMu is sched_core_mutex: it serialises flips and guards
+	// coreOn (sched_core_count's "enabled" side). coreFlipDue is the
+	// stress toggle's next due time (virtual ns; the CPU that moves it
+	// on flips).
+	coreFlipMu  sync.Mutex
+	coreOn      bool
+	coreFlipDue atomic.Int64
+	live        *audit.Liveness // the liveness checks' memory (audits only)
+	srq         *srqState       // SHARED_RUNQ, nil unless configured
+	stopReq     chan struct{}
+	stopping    atomic.Bool
+	stopWhy     atomic.Pointer[string]
+	started     bool
+	wg          sync.WaitGroup
+	epochs      atomic.Uint64
 	// domainsMu is sched_domains_mutex: one rebuild at a time (TryLock
 	// only: a CPU goroutine must not block in Go while the conductor
 	// waits for it). nextRebuild is the virtual time of the next
@@ -291,6 +302,13 @@ func New(cfg Config) (*Machine, error) {
 	}
 	if cfg.CoreSched != CoreOff {
 		m.enableCoreSched()
+		m.coreOn = true
+		m.coreFlipDue.Store(cfg.CoreToggleEvery)
+	} else if cfg.CoreToggleEvery != 0 {
+		return nil, fmt.Errorf("core scheduling toggle interval %v needs core scheduling (--core-sched)", time.Duration(cfg.CoreToggleEvery))
+	}
+	if cfg.CoreToggleEvery < 0 {
+		return nil, fmt.Errorf("core scheduling toggle interval %v: must not be negative", time.Duration(cfg.CoreToggleEvery))
 	}
 	if cfg.SRQ != nil {
 		o := *cfg.SRQ

@@ -36,6 +36,9 @@ func (cp *CPU) tick() {
 	if r.Tick(c) {
 		c.Inc(stats.Preemptions)
 	}
+	if r.CoreEnabled() && r.Core.Leader.Core.ForceidleCount > 0 {
+		r.SchedCoreAccountForceidle(c) // sched_core_tick
+	}
 	if c.Proxy {
 		cp.checkCurrDonor()
 	}
@@ -65,6 +68,9 @@ func (cp *CPU) tick() {
 	}
 	if m.srq != nil && m.cfg.SRQ.ToggleEvery > 0 {
 		cp.srqTick()
+	}
+	if m.cfg.CoreToggleEvery > 0 {
+		cp.maybeCoreToggle()
 	}
 	if m.cfg.SignalRate > 0 {
 		cp.signalDue += m.cfg.SignalRate * float64(m.cfg.Tick) / 1e9

@@ -49,6 +49,13 @@ var counterNameOverride = map[string]string{
 	"proxy_pick_same_rq": "proxy_picks",
 }
 
+// counterSeconds lists stats counters of nanoseconds, exported in
+// seconds (Prometheus base units) under these names.
+var counterSeconds = map[string]string{
+	"core_forceidle_ns":         "core_forceidle_seconds",
+	"core_forceidle_charged_ns": "core_forceidle_charged_seconds",
+}
+
 // counterSkip lists stats counters exported some other way.
 var counterSkip = map[string]string{
 	// Every task_cpu change is counted, by reason, in
@@ -100,6 +107,11 @@ var counterHelp = map[string]string{
 	"core_cookie_swaps":          "Core scheduling: proxy owners whose cookie did not match the core's (sched_core_swap_pick).",
 	"core_cookie_sets":           "Core scheduling: task cookie changes (prctl PR_SCHED_CORE).",
 	"core_steals":                "Core scheduling: tasks moved to a forced-idle CPU by try_steal_cookie.",
+	"core_flips":                 "Core scheduling: cores switched on or off at run time (__sched_core_flip, per core).",
+	"core_lock_retries":          "Core scheduling: rq lock acquires that found rq_lockp() changed by a flip and retried (raw_spin_rq_lock_nested).",
+	"core_forceidle_ns":          "Core scheduling: forced-idle CPU time in seconds (core_forceidle_count times elapsed time).",
+	"core_forceidle_charged_ns":  "Core scheduling: forced-idle seconds charged to tasks (__sched_core_account_forceidle).",
+	"core_flip_repicks":          "Core scheduling: core-wide picks that found core scheduling switched off after a lock drop and picked the plain way (finding F7).",
 	"mutex_eintr":                "Interruptible or killable mutex waits ended by a signal (-EINTR).",
 	"signals_sent":               "Signals queued on tasks (stress --signal-rate).",
 	"signal_wakeups":             "Signal deliveries whose wake-up (signal_wake_up) woke a sleeping task.",
@@ -165,6 +177,9 @@ func CounterMetricName(k stats.Counter) string {
 		return ""
 	}
 	if o, ok := counterNameOverride[n]; ok {
+		n = o
+	}
+	if o, ok := counterSeconds[n]; ok {
 		n = o
 	}
 	return Namespace + "_" + n + "_total"
@@ -293,7 +308,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if c.counters[k] == nil {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(c.counters[k], prometheus.CounterValue, float64(stats.Sum(cpus, k)))
+		v := float64(stats.Sum(cpus, k))
+		if _, ns := counterSeconds[stats.CounterNames[k]]; ns {
+			v /= 1e9
+		}
+		ch <- prometheus.MustNewConstMetric(c.counters[k], prometheus.CounterValue, v)
 	}
 	for r := trace.MigrateReason(0); r < trace.NumReasons && int(r) < stats.MaxReasons; r++ {
 		var n uint64

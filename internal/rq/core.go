@@ -8,7 +8,10 @@ package rq
 import (
 	"sort"
 
+	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 )
 
@@ -24,6 +27,11 @@ type CoreState struct {
 	// NoFITick leaves out task_tick_core (RFC v3 had no forced-idle
 	// tick; it came with 8039e96fcc1d in 2021). Set before start.
 	NoFITick bool
+	// NoFIAcct leaves out forced-idle time accounting (it came with
+	// 5.16-5.17; RFC v3's pick can force a sibling idle with no task
+	// running on the core, which the accounting's WARN forbids). Set
+	// before start.
+	NoFIAcct bool
 
 	// Per runqueue (core lock).
 	Pick             *task.Task // rq->core_pick: the task a sibling's core pick chose for this CPU
@@ -39,20 +47,173 @@ type CoreState struct {
 	Cookie         uint64 // core_cookie: the cookie the core runs
 	ForceidleCount int    // core_forceidle_count: siblings forced idle by the last core pick
 	ForceidleSeq   uint64 // core_forceidle_seq: forced-idle episodes (a !fi -> fi edge)
+	// ForceidleStart is core_forceidle_start: rq clock (ns) of the core
+	// when forced-idle time was last accounted; 0: no episode to charge.
+	ForceidleStart int64
+	// ForceidleOccupation is core_forceidle_occupation: siblings running
+	// a task at the core pick that forced the others idle.
+	ForceidleOccupation int
+	// fiShadowStart is the model's own clock of the forced-idle episode,
+	// set at every core pick that forces a sibling idle whatever the
+	// cookie: invariant 51 compares what the accounting charged with
+	// core_forceidle_count x the time elapsed since (ns).
+	fiShadowStart int64
+	// FIExpected, FICharged and FIAllowed (ns) are invariant 51's books:
+	// count x elapsed forced-idle time, what the accounting charged to
+	// tasks, and the signed difference the kernel's arithmetic makes
+	// (integer division, and running siblings that differ from the
+	// occupation recorded at the pick): Expected - Charged == Allowed.
+	FIExpected, FICharged, FIAllowed int64
 }
 
-// CoreEnabled is sched_core_enabled(rq).
-func (r *RQ) CoreEnabled() bool { return r.Core.Leader != nil }
+// CoreEnabled is sched_core_enabled(rq): rq->core_enabled. Stable while
+// a lock of this rq's core is held (the flip takes them all).
+func (r *RQ) CoreEnabled() bool { return r.Core.Leader != nil && r.coreEnabled.Load() }
 
 // EnableCore makes r a member of the core led by leader, with siblings
-// sibs (this rq included): r's rq_lockp() becomes the leader's lock. Only
-// before the machine starts (the kernel's flip, sched_core_lock() taking
-// every sibling's __lock, is not modelled: core scheduling is switched on
-// at boot).
+// sibs (this rq included), core scheduling enabled: r's rq_lockp()
+// becomes the leader's lock. Before the machine starts (boot); at run
+// time the flip (SetCoreEnabled under every sibling's own lock) switches
+// it off and on.
 func (r *RQ) EnableCore(leader *RQ, sibs []*RQ) {
 	r.Core.Leader = leader
 	r.Core.Siblings = sibs
-	r.ShareLock(leader)
+	r.coreEnabled.Store(true)
+}
+
+// SchedCoreLock is sched_core_lock(): local_irq_save, then every SMT
+// sibling's own __lock, in CPU order (lockdep subclasses 0, 1, ...).
+// Whoever holds any sibling's rq_lockp() keeps it out, so the pointer is
+// stable under that lock.
+func SchedCoreLock(c *percpu.Ctx, sibs []*RQ) {
+	c.IrqDisable()
+	for _, r := range sibs {
+		r.own.Lock(c.CPU)
+	}
+}
+
+// SchedCoreUnlock is sched_core_unlock(): the locks, then
+// local_irq_restore.
+func SchedCoreUnlock(c *percpu.Ctx, sibs []*RQ) {
+	for i := len(sibs) - 1; i >= 0; i-- {
+		sibs[i].own.Unlock(c.CPU)
+	}
+	c.IrqEnable()
+}
+
+// CoreFlipLocked is one core's step of __sched_core_flip() under
+// sched_core_lock: core_enabled set on each sibling and the leader's
+// core_forceidle_start reset; and, unless --bug core-flip-stale-pick,
+// every sibling's core_pick cleared (finding F8). sibs is cpu_smt_mask
+// in CPU order.
+func CoreFlipLocked(c *percpu.Ctx, sibs []*RQ, on bool) {
+	for _, r := range sibs {
+		r.SetCoreEnabled(c, on)
+		if !c.Bug(bugs.CoreFlipStalePick) {
+			// Finding F8's fix: no core_pick survives a flip (the
+			// kernel resets it only for an offline CPU).
+			r.Core.Pick = nil
+		}
+	}
+	core := sibs[0].Core.Leader
+	core.Core.ForceidleStart = 0
+	core.Core.fiShadowStart = 0
+}
+
+// SchedCoreAccountForceidle is __sched_core_account_forceidle(rq) with
+// rq_clock(rq->core) read as this CPU's clock (the caller holds the core
+// lock; the model's clocks are per CPU). The time since
+// core_forceidle_start, scaled by core_forceidle_count over
+// core_forceidle_occupation, is charged to every sibling's non-idle
+// core_pick ?: curr (a core_pick only while the core's pick sequence says
+// it is still valid: finding F9). --bug core-forceidle-acct restores the pre-2022
+// filter: only tasks with a cookie are charged. It returns what was
+// charged.
+func (r *RQ) SchedCoreAccountForceidle(c *percpu.Ctx) int64 {
+	core := r.Core.Leader
+	cs := &core.Core
+	now := c.Now
+	if r.Core.NoFIAcct {
+		return 0
+	}
+	if cs.ForceidleCount == 0 {
+		c.Warn(check.InvForceIdleAcct, -1, "", "sched_core_account_forceidle on cpu%d with core_forceidle_count 0 (WARN_ON_ONCE)", r.CPU)
+		return 0
+	}
+	// The model's reference: count x elapsed, from its own episode clock.
+	var want int64
+	if cs.fiShadowStart != 0 && now > cs.fiShadowStart {
+		want = int64(cs.ForceidleCount) * (now - cs.fiShadowStart)
+		cs.fiShadowStart = now
+		cs.FIExpected += want
+		c.Add(stats.CoreForceIdleNs, uint64(want))
+	}
+	if cs.ForceidleStart == 0 {
+		return 0
+	}
+	delta := now - cs.ForceidleStart
+	if delta <= 0 {
+		return 0
+	}
+	cs.ForceidleStart = now
+	if cs.ForceidleOccupation == 0 {
+		c.Warn(check.InvForceIdleAcct, -1, "", "core of cpu%d forced idle (count %d) with occupation 0 (WARN_ON_ONCE: can't be forced idle without a running task)", r.CPU, cs.ForceidleCount)
+	} else if cs.ForceidleCount > 1 || cs.ForceidleOccupation > 1 {
+		delta = delta * int64(cs.ForceidleCount) / int64(cs.ForceidleOccupation)
+	}
+	var charged int64
+	running := 0
+	for _, ri := range r.Core.Siblings {
+		p := ri.Core.Pick
+		if p != nil && cs.PickSeq != cs.TaskSeq && !c.Bug(bugs.CoreFIChargeStale) {
+			// Finding F9's fix: an enqueue or dequeue since the core
+			// pick voided the pick (the fast path would not take it);
+			// the task may have left this core and be charged, under
+			// another core's lock, there.
+			p = nil
+		}
+		if p == nil {
+			p = ri.Curr()
+		}
+		if p == ri.Idle {
+			continue
+		}
+		running++
+		if c.Bug(bugs.CoreForceIdleAcct) && p.CoreCookie == 0 {
+			continue
+		}
+		p.Stats.ForceidleSum += delta
+		charged += delta
+	}
+	cs.FICharged += charged
+	c.Add(stats.CoreForceIdleChargedNs, uint64(charged))
+	cs.FIAllowed += want - delta*int64(running)
+	return charged
+}
+
+// StartForceidle is the end of a core pick that left count siblings
+// forced idle with occ running: core_forceidle_start and _occupation.
+// --bug core-forceidle-acct starts an episode only under a core cookie
+// (before b171501f2580). The model's own episode clock always starts.
+func (r *RQ) StartForceidle(c *percpu.Ctx, occ int) {
+	cs := &r.Core.Leader.Core
+	if cs.ForceidleCount == 0 || r.Core.NoFIAcct {
+		return
+	}
+	// rq_clock is never 0 in the kernel, where 0 means "no episode";
+	// the model's clocks start at 0.
+	now := max(c.Now, 1)
+	if cs.Cookie != 0 || !c.Bug(bugs.CoreForceIdleAcct) {
+		cs.ForceidleStart = now
+	}
+	cs.fiShadowStart = now
+	cs.ForceidleOccupation = occ
+}
+
+// ResetForceidle is the pick's reset after accounting.
+func (r *RQ) ResetForceidle() {
+	cs := &r.Core.Leader.Core
+	cs.ForceidleStart, cs.fiShadowStart, cs.ForceidleOccupation, cs.ForceidleCount = 0, 0, 0, 0
 }
 
 // coreEnqueue is sched_core_enqueue(): every enqueue bumps core_task_seq,
@@ -92,7 +253,12 @@ func (r *RQ) TaskPrio(p *task.Task) int {
 // the root level (no cgroups): (a.v - b.v) + (fi(b) - fi(a)) > 0, with
 // each runqueue's min_vruntime_fi, which is frozen while the core is
 // forced idle (task_vruntime_update).
-func PrioLess(a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bool) bool {
+//
+// --bug core-fi-vruntime compares with each runqueue's current
+// min_vruntime instead (before c6047c2e3af6's snapshot, design note K2):
+// with one task per CPU each side normalises to 0 and every cross-CPU
+// compare ties.
+func PrioLess(c *percpu.Ctx, a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bool) bool {
 	pa, pb := ra.TaskPrio(a), rb.TaskPrio(b)
 	if pa != pb {
 		return pa > pb
@@ -100,7 +266,11 @@ func PrioLess(a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bool) bool {
 	if pa != task.DefaultPrio {
 		return false
 	}
-	delta := (a.SE.Vruntime - b.SE.Vruntime) + (rb.Core.MinVruntimeFI - ra.Core.MinVruntimeFI)
+	fa, fb := ra.Core.MinVruntimeFI, rb.Core.MinVruntimeFI
+	if c.Bug(bugs.CoreFIVruntime) {
+		fa, fb = ra.minVruntime, rb.minVruntime
+	}
+	delta := (a.SE.Vruntime - b.SE.Vruntime) + (fb - fa)
 	return delta > 0
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/spinlock"
@@ -43,11 +44,16 @@ type BalanceCallback struct {
 // RQ is one CPU's runqueue.
 type RQ struct {
 	CPU int
-	// lock is rq->__lock as reached through rq_lockp(): this runqueue's
-	// own lock, or one shared with other runqueues (core scheduling makes
-	// SMT siblings share their core's lock). Never used directly: every
-	// site goes through Lock, Unlock, AssertHeld and DoubleLock.
-	lock *spinlock.Lock
+	// own is rq->__lock, this runqueue's own lock. Sites never use it
+	// directly: they go through lockp() (rq_lockp), which is own or, with
+	// core scheduling enabled on this rq, the core leader's own lock;
+	// only the flip (sched_core_lock) takes every sibling's own lock.
+	own *spinlock.Lock
+	// coreEnabled is rq->core_enabled: rq_lockp() is the core's lock.
+	// Written by the flip with every SMT sibling's own lock held; read
+	// without any lock by the re-validating acquire (Lock), which the
+	// kernel does with a plain load: an atomic here, as READ_ONCE.
+	coreEnabled atomic.Bool
 
 	// curr is the execution context. Written under the rq lock by the owning CPU;
 	// read without the lock by remote CPUs (idle_cpu(), wakeup choices).
@@ -115,8 +121,8 @@ type RQ struct {
 
 // New returns the runqueue of cpu with its idle task.
 func New(cpu int, idle *task.Task) *RQ {
-	r := &RQ{CPU: cpu, Idle: idle, lock: new(spinlock.Lock)}
-	r.lock.Init(spinlock.ClassRQ, cpu)
+	r := &RQ{CPU: cpu, Idle: idle, own: new(spinlock.Lock)}
+	r.own.Init(spinlock.ClassRQ, cpu)
 	r.donor = idle
 	r.curr.Store(idle)
 	r.currPrio.Store(task.IdlePrio)
@@ -125,45 +131,121 @@ func New(cpu int, idle *task.Task) *RQ {
 
 func (r *RQ) String() string { return fmt.Sprintf("rq%d", r.CPU) }
 
-// LockP is rq_lockp(): the lock that serialises this runqueue.
-func (r *RQ) LockP() *spinlock.Lock { return r.lock }
+// LockP is rq_lockp(): the lock that serialises this runqueue. Stable
+// only while a lock of this runqueue's core is held.
+func (r *RQ) LockP() *spinlock.Lock { return r.lockp() }
+
+// lockp is __rq_lockp(): &rq->core->__lock when core scheduling is
+// enabled on this rq, else &rq->__lock.
+func (r *RQ) lockp() *spinlock.Lock {
+	if r.Core.Leader != nil && r.coreEnabled.Load() {
+		return r.Core.Leader.own
+	}
+	return r.own
+}
+
+// OwnLock is rq->__lock itself, for the flip (sched_core_lock) and
+// tests; everything else goes through Lock.
+func (r *RQ) OwnLock() *spinlock.Lock { return r.own }
 
 // SetLockOrder sets the rq lock's ordering key for the lock-order
 // validator and for DoubleLock: lockdep orders rq locks by (core, CPU),
 // as the kernel's rq_order_less() does, so that SMT siblings sharing a
 // core lock stay consistent. Called before the machine starts.
-func (r *RQ) SetLockOrder(key int) { r.lock.Init(spinlock.ClassRQ, key) }
+func (r *RQ) SetLockOrder(key int) { r.own.Init(spinlock.ClassRQ, key) }
 
 // ShareLock makes r use other's lock (rq_lockp() returning the core's
-// lock). Only while nothing runs: the kernel's flip takes every sibling
-// lock first; nothing in the model flips at run time yet.
-func (r *RQ) ShareLock(other *RQ) { r.lock = other.lock }
+// lock): r joins other's core with core scheduling enabled. Only while
+// nothing runs (unit tests); the machine's flip is (*cpu.Machine).
+// schedCoreFlip with SetCoreEnabled.
+func (r *RQ) ShareLock(other *RQ) {
+	r.Core.Leader = other
+	r.coreEnabled.Store(true)
+}
 
-// Lock is raw_spin_rq_lock(): take this runqueue's lock.
-func (r *RQ) Lock(c *percpu.Ctx) { r.lock.Lock(c.CPU) }
+// SetCoreEnabled is the flip's store to rq->core_enabled: the caller
+// holds the own lock of every SMT sibling of r (sched_core_lock).
+func (r *RQ) SetCoreEnabled(c *percpu.Ctx, on bool) {
+	r.own.AssertHeld(c.CPU)
+	r.coreEnabled.Store(on)
+}
 
-// Unlock is raw_spin_rq_unlock().
-func (r *RQ) Unlock(c *percpu.Ctx) { r.lock.Unlock(c.CPU) }
+// Lock is raw_spin_rq_lock(): take rq_lockp(rq). While core scheduling
+// can be switched (the machine has cores and a core-scheduling mode:
+// the kernel's static key), the acquire re-validates: read the lock
+// pointer, take that lock, read the pointer again and retry if a flip
+// changed it in between (raw_spin_rq_lock_nested). --bug core-lock-flip
+// keeps the first lock it read.
+func (r *RQ) Lock(c *percpu.Ctx) {
+	if r.Core.Leader == nil {
+		r.own.Lock(c.CPU)
+		return
+	}
+	for {
+		l := r.lockp()
+		l.Lock(c.CPU)
+		if c.Bug(bugs.CoreLockFlip) || l == r.lockp() {
+			return
+		}
+		l.Unlock(c.CPU)
+		c.Inc(stats.CoreLockRetries)
+	}
+}
 
 // LockIrq is rq_lock_irq(): IRQs off, then raw_spin_rq_lock(). The
 // _irqsave form (rq_lock_irqsave) is the same here: the CPU's IRQ-off
 // sections nest (spinlock.CPU.IrqDisable).
 func (r *RQ) LockIrq(c *percpu.Ctx) {
 	c.IrqDisable()
-	r.lock.Lock(c.CPU)
+	r.Lock(c)
 }
 
 // UnlockIrq is rq_unlock_irq(): raw_spin_rq_unlock(), then IRQs on.
 func (r *RQ) UnlockIrq(c *percpu.Ctx) {
-	r.lock.Unlock(c.CPU)
+	r.Unlock(c)
 	c.IrqEnable()
 }
 
-// AssertHeld is lockdep_assert_rq_held().
-func (r *RQ) AssertHeld(c *percpu.Ctx) { r.lock.AssertHeld(c.CPU) }
+// Unlock is raw_spin_rq_unlock(): release rq_lockp(rq), stable while it
+// is held. A CPU that holds the other candidate instead (a flip changed
+// the pointer under an acquire that did not re-validate) breaks
+// invariant 50; the lock it does hold is released, so the run can end.
+func (r *RQ) Unlock(c *percpu.Ctx) {
+	l := r.lockp()
+	if r.Core.Leader != nil && !l.HeldBy(c.CPU) {
+		if o := r.otherLock(l); o.HeldBy(c.CPU) {
+			c.Warn(check.InvRQLockIdentity, -1, "", "raw_spin_rq_unlock(%v) on cpu%d: rq_lockp() is %s#%d but this CPU holds %s#%d (core_enabled flipped under an acquire that did not re-validate)", r, c.ID, l.Class(), l.Sub(), o.Class(), o.Sub())
+			o.Unlock(c.CPU)
+			return
+		}
+	}
+	l.Unlock(c.CPU)
+}
+
+// otherLock is the candidate rq_lockp() that l is not: the own lock or
+// the core's.
+func (r *RQ) otherLock(l *spinlock.Lock) *spinlock.Lock {
+	if l == r.own {
+		return r.Core.Leader.own
+	}
+	return r.own
+}
+
+// AssertHeld is lockdep_assert_rq_held(): lockdep_assert_held(
+// __rq_lockp(rq)). Holding the other candidate lock instead is invariant
+// 46 (the lock identity after acquire), reported, not a panic.
+func (r *RQ) AssertHeld(c *percpu.Ctx) {
+	l := r.lockp()
+	if r.Core.Leader != nil && !l.HeldBy(c.CPU) {
+		o := r.otherLock(l)
+		c.Warn(check.InvRQLockIdentity, -1, "", "lockdep_assert_rq_held(%v) on cpu%d: rq_lockp() is %s#%d, not held here (the other candidate %s#%d held: %v; held: %s)", r, c.ID, l.Class(), l.Sub(), o.Class(), o.Sub(), o.HeldBy(c.CPU), c.CPU.HeldLocks())
+		return
+	}
+	l.AssertHeld(c.CPU)
+}
 
 // Holder returns the CPU holding this runqueue's lock, or -1 (reports).
-func (r *RQ) Holder() int { return r.lock.Holder() }
+func (r *RQ) Holder() int { return r.lockp().Holder() }
 
 // Curr returns rq->curr (READ_ONCE: may be read without the lock).
 func (r *RQ) Curr() *task.Task { return r.curr.Load() }
@@ -308,7 +390,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 		r.fair = append(r.fair, p)
 	}
 	nr := r.nrRunning.Add(1)
-	if r.Core.Leader != nil {
+	if r.CoreEnabled() {
 		r.coreEnqueue()
 	}
 	if r.SRQCfg != nil {
@@ -324,7 +406,7 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
 		c.Warn(check.InvOneQueue, p.ID, p.String(), "dequeue_task: %v not queued on cpu%d (queued=%v on cpu%d)", p, r.CPU, se.Queued, se.QueueCPU)
 		return
 	}
-	if r.Core.Leader != nil {
+	if r.CoreEnabled() {
 		r.coreDequeue(c, flags)
 	}
 	if r.SRQCfg != nil && !se.Policy.RT() {
@@ -604,7 +686,7 @@ func (r *RQ) Tick(c *percpu.Ctx) bool {
 		r.SetNeedResched()
 		return true
 	}
-	if r.Core.Leader != nil && r.coreTickForceIdle(se) {
+	if r.CoreEnabled() && !c.Bug(bugs.CoreFINoTick) && r.coreTickForceIdle(se) {
 		r.SetNeedResched()
 		return true
 	}
@@ -662,27 +744,47 @@ func (r *RQ) RunBalanceCallbacks(c *percpu.Ctx) {
 	r.balanceCallbacks = r.balanceCallbacks[:0:0]
 }
 
-// lockLess is rq_order_less(): the order in which two different rq locks
-// are taken (by the lock's (core, CPU) key).
-func lockLess(a, b *RQ) bool { return a.lock.Sub() < b.lock.Sub() }
-
-// DoubleLock is double_rq_lock(): both locks, in (core, CPU) order. Two
-// runqueues that share one lock (or one runqueue twice) take it once.
-func DoubleLock(c *percpu.Ctx, a, b *RQ) {
-	if a.lock == b.lock {
-		a.Lock(c)
-		return
+// lockLess is rq_order_less(): the order in which two rq locks are
+// taken: by the runqueue's (core, CPU) key, rq->core->cpu first, whatever
+// rq_lockp() is at the time (siblings order by CPU id, which the flip's
+// sched_core_lock relies on; the order must not change under a flip).
+// --bug core-lock-cpu-order orders by CPU id alone (before the core-id
+// rule: AB-BA between {0,3} and {1,2} when cores are {0,2} and {1,3}).
+func lockLess(c *percpu.Ctx, a, b *RQ) bool {
+	if c.Bug(bugs.CoreLockCPUOrder) {
+		return a.CPU < b.CPU
 	}
-	if lockLess(b, a) {
+	return a.own.Sub() < b.own.Sub()
+}
+
+// DoubleLock is double_rq_lock(): the first in rq_order_less order, then
+// the other unless rq_lockp() is the same (SMT siblings under core
+// scheduling, or one runqueue twice): the first lock held pins its
+// core's pointers, so the compare is stable for siblings.
+func DoubleLock(c *percpu.Ctx, a, b *RQ) {
+	if lockLess(c, b, a) {
 		a, b = b, a
 	}
 	a.Lock(c)
-	b.Lock(c)
+	if a.lockp() != b.lockp() {
+		b.Lock(c)
+	}
 }
 
-// DoubleUnlock is double_rq_unlock(): a shared lock is released once.
+// DoubleUnlock is double_rq_unlock(): the second lock (if distinct) is
+// released first, while the first one still pins the pointers the
+// compare reads; a shared lock is released once. --bug core-lock-flip
+// restores the 2021 posting's order (the first released, then the
+// compare made with no lock of a's core held).
 func DoubleUnlock(c *percpu.Ctx, a, b *RQ) {
-	if a.lock != b.lock {
+	if c.Bug(bugs.CoreLockFlip) {
+		a.Unlock(c)
+		if a.lockp() != b.lockp() {
+			b.Unlock(c)
+		}
+		return
+	}
+	if a.lockp() != b.lockp() {
 		b.Unlock(c)
 	}
 	a.Unlock(c)
@@ -695,10 +797,10 @@ func DoubleUnlock(c *percpu.Ctx, a, b *RQ) {
 // lock may have changed and must be checked again.
 func DoubleLockBalance(c *percpu.Ctx, thisRQ, busiest *RQ) bool {
 	thisRQ.AssertHeld(c)
-	if thisRQ.lock == busiest.lock {
+	if thisRQ.lockp() == busiest.lockp() {
 		return false
 	}
-	if lockLess(thisRQ, busiest) {
+	if lockLess(c, thisRQ, busiest) {
 		busiest.Lock(c)
 		return false
 	}
@@ -710,7 +812,7 @@ func DoubleLockBalance(c *percpu.Ctx, thisRQ, busiest *RQ) bool {
 // DoubleUnlockBalance is double_unlock_balance(): drop busiest, keep
 // this_rq.
 func DoubleUnlockBalance(c *percpu.Ctx, thisRQ, busiest *RQ) {
-	if thisRQ.lock != busiest.lock {
+	if thisRQ.lockp() != busiest.lockp() {
 		busiest.Unlock(c)
 	}
 }

@@ -32,8 +32,26 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 			o.Workload = "coresched"
 		}
 	}
-	if o.Bugs.Has(bugs.CoreStealDonor) && o.CoreSched == "" {
-		o.CoreSched = "on" // the forced-idle balancer exists only with core scheduling
+	if o.Bugs.Has(bugs.CoreFIVruntime) || o.Bugs.Has(bugs.CoreFINoTick) {
+		// One CPU hog per SMT thread, half of them tagged: nothing but
+		// the forced-idle tick and min_vruntime_fi move a core. On a
+		// large machine the forced-idle balancer (try_steal_cookie)
+		// pairs cookies before a waiter passes invariant 45's bound
+		// (K4 at 64 CPUs: 1 of 3 runs in 60 s), so at most 16 CPUs.
+		if o.Workload == "stress" {
+			o.Workload = "coresched-hog"
+		}
+		o.CPUs = min(o.CPUs, 16)
+	}
+	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
+		if o.Bugs.Has(b) && o.CoreSched == "" {
+			o.CoreSched = "on" // these live in core scheduling's code
+		}
+	}
+	for _, b := range []bugs.ID{bugs.CoreLockFlip, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
+		if o.Bugs.Has(b) && o.CoreToggleInterval == 0 {
+			o.CoreToggleInterval = 5 * time.Millisecond // they need flips at run time
+		}
 	}
 	if o.Bugs.Has(bugs.SRQPullsDonor) && o.SharedRunq == "" {
 		o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull

@@ -84,6 +84,9 @@ type Options struct {
 	// DomainRebuildInterval is the virtual time between machine-wide sched
 	// domain rebuilds (stress --domain-rebuild-interval; 0: boot only).
 	DomainRebuildInterval time.Duration
+	// CoreToggleInterval is the virtual time between switches of core
+	// scheduling off and on (stress --core-sched-toggle-interval; 0: off).
+	CoreToggleInterval time.Duration
 	// SignalRate is signals per second of busy virtual time per CPU (0:
 	// off); SignalFatal the fraction that are SIGKILL (the task exits).
 	SignalRate  float64
@@ -228,6 +231,13 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		return nil, err
 	}
 	cfg.CoreSched = cs
+	if cs == cpu.CoreV3 {
+		// v3 keeps K2 and K3 (one-task-per-CPU ties, whoever picks first
+		// wins): single waits of 0.3-0.5 s on the stall workload with
+		// the fix too (README). Invariant 45 bounds them at 1 s there;
+		// invariant 52 tells K1 apart.
+		cfg.CoreStarveBound = 1_000_000_000
+	}
 	cfg.CoreStallFix = !o.NoStallFix
 	if o.SharedRunq != "" || o.SRQToggleInterval > 0 {
 		cfg.SRQ = &cpu.SRQOptions{Enabled: o.SharedRunq == "on", Hooks: o.SRQHooks, ShardSize: o.SRQShardSize,
@@ -250,6 +260,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.DomainRebuildEvery = int64(o.DomainRebuildInterval)
 	cfg.HotplugEvery = int64(o.HotplugInterval)
 	cfg.Hotplug = sc.UsesHotplug()
+	cfg.CoreToggleEvery = int64(o.CoreToggleInterval)
 	cfg.SignalRate, cfg.SignalFatal, cfg.SpuriousWakeRate = o.SignalRate, o.SignalFatal, o.SpuriousWakeRate
 	if o.Deterministic {
 		st, err := conductor.ParseStrategy(o.Strategy)

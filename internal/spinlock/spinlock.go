@@ -249,6 +249,9 @@ func (c *CPU) heldAt(l *Lock) int {
 	return i
 }
 
+// HeldBy reports whether CPU c holds l (c's own record: no shared load).
+func (l *Lock) HeldBy(c *CPU) bool { return c.heldAt(l) >= 0 }
+
 // Unlock releases l, which CPU c must hold.
 func (l *Lock) Unlock(c *CPU) {
 	i := c.heldAt(l)

@@ -64,36 +64,41 @@ const (
 	MutexSpinAcquires // locks taken by spinning
 	// SHARED_RUNQ (--sched-features SHARED_RUNQ; internal/rq/srq.go,
 	// internal/cpu/srq.go).
-	SRQPushes            // tasks linked on a shard (shared_runq_push_task)
-	SRQRemoves           // tasks unlinked by dequeue / set_next (shared_runq_dequeue_task)
-	SRQPullAttempts      // shared_runq_pick_next_task calls that looked at the shards
-	SRQShardEmpty        // ... that found every shard empty (the lockless peek)
-	SRQHeadNotAllowed    // pops whose shard head was not allowed on this CPU (left at the head: head-of-line blocking)
-	SRQPops              // tasks popped off a shard
-	SRQPulls             // popped tasks moved here (move_queued_task) or found here
-	SRQRecheckDequeued   // failed recheck under task_rq_lock: no longer queued
-	SRQRecheckOnCPU      // ... running (task_on_cpu)
-	SRQRecheckNotAllowed // ... no longer allowed here (v4)
-	SRQRecheckBlocked    // ... mutex-blocked donor (task_is_blocked; proxy rule)
-	SRQRecheckDonor      // ... rq->donor of its runqueue (task_current_donor; proxy rule)
-	SRQRecheckMoved      // task_rq_lock found it on another runqueue than at the push (pulled from there)
-	SRQRTArrived         // v4: an RT task arrived while this rq's lock was dropped (-1)
-	SRQBailOverload      // bailout (a): rd->overload clear
-	SRQBailAvgIdle       // bailout (b): avg_idle < max_newidle_lb_cost
-	SRQBailShardOverload // bailout (c): the shard's overload flag clear
-	SRQBailTTWUPending   // bailout (d): ttwu_pending after a failed pull
-	SRQDiscarded         // bailout (e): non-migratable heads popped and dropped
-	SRQCostCharged       // bailout (f): pulls charged to max_newidle_lb_cost
-	SRQSkipLLC           // bailout (g): newidle domains <= LLC skipped
-	SRQDrained           // tasks unlinked by a drain (feature off, domain rebuild)
-	SRQRebuilds          // shard reassignments (domain rebuilds) and toggles run by stress
-	DomainRebuilds       // sched domain rebuilds (sched_update_domains: at boot, and stress --domain-rebuild-interval)
-	HotplugOffline       // CPUs taken offline (sched_cpu_deactivate ... take_cpu_down completed)
-	HotplugOnline        // CPUs brought back online (sched_cpu_activate)
-	HotplugPushed        // tasks pushed off a dying CPU (balance_push's stopper, __balance_push_cpu_stop)
-	FallbackRQ           // select_fallback_rq selections (select_task_rq's pick not allowed, balance_push)
-	AffinityBroken       // select_fallback_rq found no allowed active CPU and widened the mask (do_set_cpus_allowed)
-	MigrateDisabledProxy // a migrate-disabled task proxy-migrated as a donor, or run as a proxy for a donor
+	SRQPushes              // tasks linked on a shard (shared_runq_push_task)
+	SRQRemoves             // tasks unlinked by dequeue / set_next (shared_runq_dequeue_task)
+	SRQPullAttempts        // shared_runq_pick_next_task calls that looked at the shards
+	SRQShardEmpty          // ... that found every shard empty (the lockless peek)
+	SRQHeadNotAllowed      // pops whose shard head was not allowed on this CPU (left at the head: head-of-line blocking)
+	SRQPops                // tasks popped off a shard
+	SRQPulls               // popped tasks moved here (move_queued_task) or found here
+	SRQRecheckDequeued     // failed recheck under task_rq_lock: no longer queued
+	SRQRecheckOnCPU        // ... running (task_on_cpu)
+	SRQRecheckNotAllowed   // ... no longer allowed here (v4)
+	SRQRecheckBlocked      // ... mutex-blocked donor (task_is_blocked; proxy rule)
+	SRQRecheckDonor        // ... rq->donor of its runqueue (task_current_donor; proxy rule)
+	SRQRecheckMoved        // task_rq_lock found it on another runqueue than at the push (pulled from there)
+	SRQRTArrived           // v4: an RT task arrived while this rq's lock was dropped (-1)
+	SRQBailOverload        // bailout (a): rd->overload clear
+	SRQBailAvgIdle         // bailout (b): avg_idle < max_newidle_lb_cost
+	SRQBailShardOverload   // bailout (c): the shard's overload flag clear
+	SRQBailTTWUPending     // bailout (d): ttwu_pending after a failed pull
+	SRQDiscarded           // bailout (e): non-migratable heads popped and dropped
+	SRQCostCharged         // bailout (f): pulls charged to max_newidle_lb_cost
+	SRQSkipLLC             // bailout (g): newidle domains <= LLC skipped
+	SRQDrained             // tasks unlinked by a drain (feature off, domain rebuild)
+	SRQRebuilds            // shard reassignments (domain rebuilds) and toggles run by stress
+	DomainRebuilds         // sched domain rebuilds (sched_update_domains: at boot, and stress --domain-rebuild-interval)
+	HotplugOffline         // CPUs taken offline (sched_cpu_deactivate ... take_cpu_down completed)
+	HotplugOnline          // CPUs brought back online (sched_cpu_activate)
+	HotplugPushed          // tasks pushed off a dying CPU (balance_push's stopper, __balance_push_cpu_stop)
+	FallbackRQ             // select_fallback_rq selections (select_task_rq's pick not allowed, balance_push)
+	AffinityBroken         // select_fallback_rq found no allowed active CPU and widened the mask (do_set_cpus_allowed)
+	MigrateDisabledProxy   // a migrate-disabled task proxy-migrated as a donor, or run as a proxy for a donor
+	CoreFlips              // core scheduling: cores switched on or off at run time (__sched_core_flip, per core)
+	CoreLockRetries        // core scheduling: raw_spin_rq_lock found rq_lockp() changed by a flip after taking it, and retried
+	CoreForceIdleNs        // core scheduling: forced-idle CPU time (core_forceidle_count x elapsed ns), the accounting's reference
+	CoreForceIdleChargedNs // core scheduling: forced-idle ns charged to tasks (__sched_core_account_forceidle, core_forceidle_sum)
+	CoreFlipRepicks        // core scheduling: a core-wide pick found core scheduling switched off after a lock drop and picked the plain way (finding F7's re-check)
 	NumCounters
 )
 
@@ -117,6 +122,8 @@ var CounterNames = [NumCounters]string{
 	"srq_cost_charged", "srq_skip_llc", "srq_drained", "srq_rebuilds",
 	"domain_rebuilds",
 	"hotplug_offline", "hotplug_online", "hotplug_pushed", "fallback_rq", "affinity_broken", "migrate_disabled_proxy",
+	"core_flips", "core_lock_retries", "core_forceidle_ns", "core_forceidle_charged_ns",
+	"core_flip_repicks",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

@@ -311,6 +311,10 @@ type TaskStats struct {
 	Contended   uint64
 	Wakeups     uint64
 	Switches    uint64
+	// ForceidleSum is p->stats.core_forceidle_sum: forced-idle ns of its
+	// core charged to it while it ran there (__sched_core_account_forceidle,
+	// under the core lock of the core it runs on).
+	ForceidleSum int64
 	// Requests counts completions consumed by the wait instruction;
 	// ReqLatency is, per consumed completion, the time from its
 	// complete() to the task's next wait (or exit): how long the request

@@ -457,6 +457,8 @@ func (x *exporter) instant(e *Event) {
 		p.argInt("mutex", int64(e.A))
 		p.argInt("how", int64(e.B))
 		p.argInt("turns", int64(e.C))
+	case EvCoreFlip:
+		p.argBool("on", e.Task == 1)
 	case EvSpuriousWake:
 		task()
 		p.argInt("mutex", int64(e.A))

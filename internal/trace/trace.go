@@ -49,6 +49,7 @@ const (
 	EvSRQDrain                   // A=LLC, B=tasks unlinked, C=1 toggle / 2 rebuild
 	EvHotplug                    // A=cpu, B=Hotplug* step
 	EvMigrateDisable             // Task, A=new migration_disabled depth
+	EvCoreFlip                   // Task=1 if switched on, 0 if off: core scheduling flipped on every core (__sched_core_flip)
 	NumKinds
 )
 
@@ -56,7 +57,7 @@ var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
 	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end",
-	"srq_pop", "srq_recheck", "srq_drain", "hotplug", "migrate_disable"}
+	"srq_pop", "srq_recheck", "srq_drain", "hotplug", "migrate_disable", "core_flip"}
 
 // Why a shared_runq pull failed its recheck under task_rq_lock
 // (EvSRQRecheck's A).

@@ -65,6 +65,8 @@ func Builtin(name string, cpus, ntasks int) (*Scenario, error) {
 		return stress(cpus, ntasks), nil
 	case "coresched":
 		return coresched(cpus), nil
+	case "coresched-hog":
+		return coreschedHog(cpus), nil
 	}
 	if IsBenchmark(name) {
 		return Benchmark(name)
@@ -266,6 +268,26 @@ func coresched(cpus int) *Scenario {
 			}},
 			{Name: "interactive", Count: atLeast(cpus/2, 1), Policy: task.Normal, Program: []Op{
 				compute(100*us, 100*us), sleep(500*us, 1*ms), loop(0),
+			}},
+		},
+	}
+}
+
+// coreschedHog is one tagged and one untagged CPU hog per SMT core (the
+// design note's 2-task/1-core shape, K2 and K4): each computes 300 ms at
+// a time. With one task per CPU nothing but the forced-idle tick
+// (task_tick_core) and the min_vruntime_fi snapshot let the forced-idle
+// side run. Not in BuiltinNames.
+func coreschedHog(cpus int) *Scenario {
+	n := atLeast(cpus/2, 1)
+	return &Scenario{
+		Name: "coresched-hog",
+		Groups: []Group{
+			{Name: "hog-tagged", Count: n, Policy: task.Normal, Cookie: 1, Program: []Op{
+				compute(300*ms, 300*ms), sleep(10*us, 20*us), loop(0),
+			}},
+			{Name: "hog", Count: n, Policy: task.Normal, Program: []Op{
+				compute(300*ms, 300*ms), sleep(10*us, 20*us), loop(0),
 			}},
 		},
 	}
