@@ -111,23 +111,30 @@ func (f coreSchedFlag) IsBoolFlag() bool { return true }
 // schedFeatures is --sched-features: the kernel's names, NO_ to clear.
 type schedFeatures struct{ o *sim.Options }
 
+// String is the features file's view: the fair class's features with
+// the writes applied, then CORESCHED_STALL_FIX.
 func (f schedFeatures) String() string {
-	if f.o == nil {
-		return "CORESCHED_STALL_FIX"
-	}
+	ft := rq.DefaultFeatures()
 	s := "CORESCHED_STALL_FIX"
-	if f.o.NoStallFix {
-		s = "NO_CORESCHED_STALL_FIX"
+	if f.o != nil {
+		for _, n := range f.o.SchedFeatures {
+			ft.Set(n)
+		}
+		if f.o.NoStallFix {
+			s = "NO_CORESCHED_STALL_FIX"
+		}
+		switch f.o.SharedRunq {
+		case "on":
+			s += ",SHARED_RUNQ"
+		case "off":
+			s += ",NO_SHARED_RUNQ"
+		}
 	}
-	switch f.o.SharedRunq {
-	case "on":
-		s += ",SHARED_RUNQ"
-	case "off":
-		s += ",NO_SHARED_RUNQ"
-	}
-	return s
+	return ft.String() + " " + s
 }
 
+// Set takes comma-separated names as /sys/kernel/debug/sched/features
+// does: NAME sets a feature, NO_NAME clears it; later writes win.
 func (f schedFeatures) Set(s string) error {
 	for _, n := range strings.Split(s, ",") {
 		if err := setSchedFeature(f.o, strings.TrimSpace(n)); err != nil {
@@ -149,7 +156,17 @@ func setSchedFeature(o *sim.Options, n string) error {
 	case "NO_SHARED_RUNQ":
 		o.SharedRunq = "off"
 	default:
-		return fmt.Errorf("unknown sched feature %q (known: CORESCHED_STALL_FIX, SHARED_RUNQ; NO_ to clear)", n)
+		// the fair class's features (EEVDF, delayed dequeue)
+		var probe rq.Features
+		if !probe.Set(n) {
+			known := make([]string, 0, len(rq.FeatureNames)+2)
+			for _, k := range rq.FeatureNames {
+				known = append(known, k.Name)
+			}
+			known = append(known, "CORESCHED_STALL_FIX", "SHARED_RUNQ")
+			return fmt.Errorf("unknown sched feature %q (known: %s; NO_ to clear)", n, strings.Join(known, ", "))
+		}
+		o.SchedFeatures = append(o.SchedFeatures, n)
 	}
 	return nil
 }
@@ -294,7 +311,7 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.Var(proxyLevel{&mf.o}, "proxy-exec", "proxy execution off|single-rq|full (on = full): off is the sched_proxy_exec boot argument off, single-rq upstream's same-runqueue proxying (proxy_deactivate otherwise), full the whole series")
 	fs.Var(onOff{&mf.o.SleepingOwners}, "sleeping-owners", "full-series sleeping-owner parking on|off (off: proxy_deactivate)")
 	fs.Var(coreSchedFlag{&mf.o.CoreSched}, "core-sched", "core scheduling on SMT siblings: --core-sched (the merged 5.14 core-wide pick, the reference's proxy hooks), --core-sched=v3 (RFC v3's pick_task), =off (default); untagged workloads get cookies by group")
-	fs.Var(schedFeatures{&mf.o}, "sched-features", "sched features by the kernel's names, comma-separated, NO_ to clear: CORESCHED_STALL_FIX (default on; read by --core-sched=v3), SHARED_RUNQ (default off: David Vernet's shared per-LLC runqueue; NO_SHARED_RUNQ builds it with the feature clear)")
+	fs.Var(schedFeatures{&mf.o}, "sched-features", "sched features by the kernel's names, comma-separated, NO_ to clear (as /sys/kernel/debug/sched/features): PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE, RUN_TO_PARITY, PREEMPT_SHORT, DELAY_DEQUEUE, DELAY_ZERO (EEVDF; all on by default, as in the kernel), CORESCHED_STALL_FIX (default on; read by --core-sched=v3); SHARED_RUNQ (default off: David Vernet's shared per-LLC runqueue; NO_SHARED_RUNQ builds it with the feature clear)")
 	fs.IntVar(&mf.o.SRQShardSize, "shared-runq-shard-size", cpu.DefaultSRQShardSize, "SHARED_RUNQ: CPUs per shard of an LLC's shared runqueue (SHARED_RUNQ_SHARD_SZ, v3: 6)")
 	fs.Var(srqHooksFlag{&mf.o.SRQHooks}, "shared-runq-hooks", "SHARED_RUNQ hook placement: v2 (push on wakeup, remove when picked), v3 (__enqueue_entity / __dequeue_entity, pull first in newidle), v4 (v3's plus v4's rechecks, rd->overload and ttwu_pending tests, <= LLC domains skipped)")
 	fs.Var(srqBailoutsFlag{&mf.o.SRQBailouts}, "shared-runq-bailouts", "SHARED_RUNQ bailouts of Prateek's diff, comma-separated: overload, avg-idle, shard-overload, ttwu-pending, discard-head, charge-cost, skip-llc (or none, all)")

@@ -51,6 +51,8 @@ func TestFlagAndPathErrors(t *testing.T) {
 		{[]string{"stress", "--migrate-disable", "2"}, "--migrate-disable 2 out of range 0-1"},
 		{[]string{"stress", "--cpus", "4", "--core-sched", "--hotplug-interval", "1ms"}, "CPU hotplug with core scheduling is not modelled"},
 		{[]string{"run", "--cpus", "4", "--sim-time", "10ms", "--workload", offline7}, offline7 + ": line 1: groups[0].program[0]: offline: cpu 7 out of range"},
+		{[]string{"run", "--sched-features", "DELAY_DEQUEUE,NO_NOSUCH"}, `unknown sched feature "NO_NOSUCH"`},
+		{[]string{"stress", "--sched-features", "delay_dequeue"}, `unknown sched feature "delay_dequeue"`},
 		{[]string{"run", "--strategy", "foo"}, "--strategy"},
 		{[]string{"run", "--strategy", "pct:0"}, "--strategy"},
 		{[]string{"run", "--strategy", "random"}, "add --deterministic"},
@@ -186,5 +188,42 @@ func TestReplayCommandKeepsTheRunsFlags(t *testing.T) {
 	want := "proxysim stress --cpus 32 --sched-features SHARED_RUNQ --srq-toggle-interval 1ms --bug srq-drain-irqs-on --seed 3 --deterministic --strategy pct:3 --duration 20s"
 	if got != want {
 		t.Errorf("replay command\n got %s\nwant %s", got, want)
+	}
+}
+
+// --sched-features takes the kernel's names, NO_ clears, later writes win,
+// and a feature switched off changes the run (DELAY_DEQUEUE: no delayed
+// dequeues).
+func TestSchedFeatures(t *testing.T) {
+	var o sim.Options
+	f := schedFeatures{&o}
+	if err := f.Set("NO_DELAY_DEQUEUE,NO_RUN_TO_PARITY,RUN_TO_PARITY"); err != nil {
+		t.Fatal(err)
+	}
+	got := f.String()
+	for _, w := range []string{"NO_DELAY_DEQUEUE", " RUN_TO_PARITY", "PLACE_LAG", "CORESCHED_STALL_FIX"} {
+		if !strings.Contains(" "+got, w) {
+			t.Errorf("features %q lack %q", got, w)
+		}
+	}
+	if strings.Contains(got, "NO_RUN_TO_PARITY") {
+		t.Errorf("features %q: the later RUN_TO_PARITY did not win", got)
+	}
+	count := func(args ...string) string {
+		code, out, errs := runCLI(t, append([]string{"run", "--cpus", "8", "--sim-time", "50ms", "--seed", "3", "--json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		i := strings.Index(out, `"delayed_dequeues":`)
+		if i < 0 {
+			t.Fatalf("%v: no delayed_dequeues counter in %s", args, tail(out, 500))
+		}
+		return strings.SplitN(out[i+len(`"delayed_dequeues":`):], ",", 2)[0]
+	}
+	if n := count(); n == "0" {
+		t.Errorf("default run: delayed_dequeues 0, want some (DELAY_DEQUEUE is on by default)")
+	}
+	if n := count("--sched-features", "NO_DELAY_DEQUEUE"); n != "0" {
+		t.Errorf("NO_DELAY_DEQUEUE run: delayed_dequeues %s, want 0", n)
 	}
 }

@@ -74,6 +74,7 @@ func (a *auditor) queues() {
 		if n := r.BalanceCallbacks(); n != 0 {
 			a.fail(check.InvBalanceCallbacks, cpu, nil, "%d balance callbacks pending at a quiescent point", n)
 		}
+		a.eevdfLag(cpu, r)
 		for _, p := range ts {
 			if prev, dup := a.where[p]; dup {
 				a.fail(check.InvOneQueue, cpu, p, "%v queued on cpu%d and cpu%d", p, prev, cpu)
@@ -85,7 +86,7 @@ func (a *auditor) queues() {
 			if p.State() == task.Dead {
 				a.fail(check.InvOneQueue, cpu, p, "%v is DEAD but queued", p)
 			}
-			runnable := !a.cfg.Proxy || !blockedPeek(p)
+			runnable := (!a.cfg.Proxy || !blockedPeek(p)) && !p.SE.Delayed
 			if runnable && !p.CPUsMask.Has(cpu) && !p.MigrationReady && p.PinnedCPU != cpu && !p.StopFailed {
 				a.fail(check.InvRunnableInMask, cpu, p, "runnable %v queued on cpu%d outside its mask %v (wake_cpu %d)", p, cpu, p.CPUsMask, p.WakeCPU)
 			}
@@ -100,7 +101,7 @@ func (a *auditor) queues() {
 		// until a sibling's core pick or its forced-idle tick picks again
 		// (starvation there is invariant 45 and the progress bound).
 		forcedIdle := r.CoreEnabled() && r.Core.Leader.Core.ForceidleCount > 0
-		if r.Curr() == r.Idle && len(ts) > 0 && !r.NeedResched() && !forcedIdle {
+		if r.Curr() == r.Idle && len(ts) > 0 && !r.NeedResched() && !forcedIdle && !allDelayed(ts) {
 			a.fail(check.InvProgress, cpu, ts[0], "cpu%d idles with %d queued tasks and no reschedule pending: they will not run until something else kicks it", cpu, len(ts))
 		}
 	}
@@ -120,6 +121,31 @@ func (a *auditor) queues() {
 		if p.State() != task.Dead && !p.CPUsMask.Has(p.WakeCPU) && !p.MigrationReady && p.MigrationDisabled == 0 {
 			a.fail(check.InvWakeCPU, p.CPU(), p, "%v has wake_cpu %d outside its mask %v", p, p.WakeCPU, p.CPUsMask)
 		}
+	}
+}
+
+// allDelayed: every task of ts is sched_delayed (asleep, still queued).
+func allDelayed(ts []*task.Task) bool {
+	for _, p := range ts {
+		if !p.SE.Delayed {
+			return false
+		}
+	}
+	return true
+}
+
+// eevdfLag is invariant 53: on every runqueue the weighted lags of the
+// queued fair entities (curr and delayed ones included) sum to zero, V
+// being avg_vruntime from the incrementally kept avg_vruntime/avg_load;
+// rounding V down leaves the sum in (-W, 0].
+func (a *auditor) eevdfLag(cpu int, r *rq.RQ) {
+	sum, load := r.LagSum()
+	if sum > 0 || (load > 0 && sum <= -load) {
+		msg := ""
+		if b := r.LagBooks(); b != "" {
+			msg = ": " + b
+		}
+		a.fail(check.InvEEVDFLag, cpu, nil, "EEVDF lags on cpu%d sum to %d (total weight %d, V %d)%s", cpu, sum, load, r.AvgVruntime(), msg)
 	}
 }
 
@@ -255,13 +281,15 @@ func (a *auditor) blocked() {
 			if w.SleepingOwner.Load() != p {
 				a.fail(check.InvSleepingOwner, w.CPU(), w, "%v on %v's blocked_head but sleeping_owner is %v", w, p, w.SleepingOwner.Load())
 			}
-			if w.OnRQ() != task.OnRQNone {
+			if w.OnRQ() != task.OnRQNone && !w.SE.Delayed {
+				// (proxy_enqueue_on_owner's block_task may be delayed:
+				// the waiter stays queued, sched_delayed, until picked.)
 				a.fail(check.InvSleepingOwner, w.CPU(), w, "%v parked on %v but on_rq=%d", w, p, w.OnRQ())
 			}
 			if wm, _, _ := w.Peek(); wm == nil || wm.OwnerTask() != p {
 				a.fail(check.InvParkedOwner, w.CPU(), w, "%v parked on %v but its lock %v is owned by %v", w, p, wm, ownerOf(wm))
 			}
-			if p.OnRQ() != task.OnRQNone {
+			if p.OnRQ() != task.OnRQNone && !p.SE.Delayed {
 				a.fail(check.InvNoStrandedWaiter, p.CPU(), w, "%v stranded on the list of %v, which is awake (on_rq=%d)", w, p, p.OnRQ())
 			}
 		}

@@ -66,6 +66,8 @@ const (
 	CoreFIVruntime                  // K2: cross-CPU vruntime compare against the current min_vruntime (0 vs 0), no min_vruntime_fi
 	CoreFINoTick                    // K4: no forced-idle tick (task_tick_core): the forced-idle sibling waits for a schedule event
 	CoreFIChargeStale               // finding F9: forced-idle time charged to a stale core_pick, a task another core may be charging
+	ReturnDelayed                   // finding F10: proxy_needs_return's block_task is delayed (DELAY_DEQUEUE)
+	DelayedPlainRead                // finding F11: find_proxy_task reads owner->se.sched_delayed without the owner's rq lock
 	NumBugs
 )
 
@@ -197,10 +199,16 @@ var Catalogue = []Bug{
 	{CoreFIChargeStale, 0, "core-fi-charge-stale", Finding, "open@014c4be7",
 		"__sched_core_account_forceidle charges (core_sched.c as of b171501f2580, upstream: the reference does not carry the file) rq_i->core_pick ?: rq_i->curr for each sibling. core_pick is left set for a sibling the last core pick IPIed; an enqueue or dequeue since (core_task_seq moved on: the fast path would not take it) may have moved that task to another core, where it runs and is charged by that core's accounting under that core's lock: two CPUs add to p->stats.core_forceidle_sum under different locks (a plain read-modify-write: KCSAN's data race, lost updates), and the first core charges a task that no longer runs there. The proposed fix charges core_pick only while core_pick_seq == core_task_seq, else curr. --bug restores the reference",
 		"race detector only (build with -race): DATA RACE on the task's core_forceidle_sum between two cores' SchedCoreAccountForceidle"},
+	{ReturnDelayed, 0, "return-delayed", Finding, "open@014c4be7",
+		"proxy_needs_return dequeues a proxy-migrated donor with block_task(rq, p, TASK_WAKING): a sleep dequeue, which DELAY_DEQUEUE keeps queued (sched_delayed, on_rq still 1) when the donor is not eligible on the owner's runqueue, as a donor that was charged there usually is. ttwu_runnable returns false, try_to_wake_up goes on with the full wake-up and enqueues the task on the CPU select_task_rq chose (or puts it on a wake list) while it is still queued where it was: two runqueues. The model's fix dequeues it for good (DEQUEUE_SPECIAL semantics: no delay); --bug restores block_task's delayable dequeue. Needs DELAY_DEQUEUE (the kernel's default)",
+		"inline: wake-list entry still on a runqueue, enqueue of a queued task (invariant 6)"},
+	{DelayedPlainRead, 0, "delayed-plain-read", Finding, "open@014c4be7",
+		"find_proxy_task tests owner->se.sched_delayed (twice: before and after taking the owner's blocked_lock) holding its own rq lock, the mutex's wait_lock and a blocked_lock, but not the rq lock of the owner's CPU, while dequeue_entity (set_delayed), requeue_delayed_entity and the pick's delayed dequeue (clear_delayed) write it under that rq lock only: a plain concurrent read and write (KCSAN's data race). The decision stays right (a delayed owner parks the donor, and the owner's ttwu_runnable requeue is followed by activate_blocked_waiters under the owner's blocked_lock); the fix is READ_ONCE/WRITE_ONCE",
+		"race detector only (build with -race): DATA RACE between FindProxyTask and SetSchedDelayed"},
 }
 
 // raceOnly are the entries only the race detector catches.
-var raceOnly = Set(0).With(IsBlockedPlainRead).With(BlockedOnPlainRead).With(CoreFIChargeStale)
+var raceOnly = Set(0).With(IsBlockedPlainRead).With(BlockedOnPlainRead).With(CoreFIChargeStale).With(DelayedPlainRead)
 
 // RaceOnly says that only the race detector catches b (a data race, no
 // invariant): hunts need a race build and skip it otherwise.

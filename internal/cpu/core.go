@@ -226,6 +226,7 @@ func (cp *CPU) tryToBlockTask(prev *task.Task, st task.State) {
 		c.Emit(trace.EvDonorKeep, int32(prev.ID), 0, 0, 0)
 		return
 	}
-	r.BlockTask(c, prev, st)
-	c.Emit(trace.EvBlock, int32(prev.ID), int32(st), 0, 0)
+	if r.BlockTask(c, prev, st) {
+		c.Emit(trace.EvBlock, int32(prev.ID), int32(st), 0, 0)
+	}
 }

@@ -14,13 +14,20 @@ import (
 
 // movable is can_migrate_task() for pulling t from src to dst (src lock
 // held): queued, not executing, not the donor, allowed on dst, not
-// mutex-blocked (blocked tasks move only by proxy migration).
+// delayed (sched_delayed), not mutex-blocked (blocked tasks move only by
+// proxy migration).
 func (cp *CPU) movable(src *rq.RQ, t *task.Task, dst int) bool {
 	c := cp.c
 	if t == src.Curr() || t == src.Donor(c) || t.OnCPU() || !t.Queued() || t.MigrationReady {
 		return false
 	}
 	if !t.AllowedOn(dst) || !cp.m.cpuActive(dst) {
+		return false
+	}
+	if t.SE.Delayed {
+		// can_migrate_task(): a delayed task moves only when the
+		// balancer migrates load; the model's balancer moves tasks
+		// (migrate_task), so never.
 		return false
 	}
 	return !proxy.TaskIsBlocked(c, t)

@@ -148,3 +148,78 @@ func TestFindingChildBlockedOnRead(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+// Finding F11 (docs/findings.md): find_proxy_task reads the owner's
+// se.sched_delayed holding its own rq lock, not the owner's, while the
+// owner's CPU writes it under its rq lock (set_delayed when the owner goes
+// to sleep while not eligible). The child runs that write on cpu0 and the
+// walk of a donor on cpu1 whose owner is queued on cpu0, once with the
+// kernel's plain read (--bug delayed-plain-read) and once with the fix's
+// READ_ONCE, in -race child processes.
+func TestFindingDelayedPlainReadIsARace(t *testing.T) {
+	kernel := runF11Child(t, "1")
+	if !strings.Contains(kernel, "WARNING: DATA RACE") || !strings.Contains(kernel, "FindProxyTask") || !strings.Contains(kernel, "SetSchedDelayed") {
+		t.Fatalf("the race detector did not report the kernel's plain sched_delayed read:\n%s", tail(kernel, 3000))
+	}
+	fixed := runF11Child(t, "0")
+	if strings.Contains(fixed, "WARNING: DATA RACE") || !strings.Contains(fixed, "--- PASS: TestFindingChildDelayedRead") {
+		t.Fatalf("the fixed form (READ_ONCE) is not race-free:\n%s", tail(fixed, 3000))
+	}
+}
+
+func runF11Child(t *testing.T, bug string) string {
+	t.Helper()
+	t.Setenv("PROXYSIM_F11_BUG", bug)
+	return runMutantChild(t, "TestFindingChildDelayedRead", true)
+}
+
+// TestFindingChildDelayedRead runs only as the -race child of
+// TestFindingDelayedPlainReadIsARace.
+func TestFindingChildDelayedRead(t *testing.T) {
+	if os.Getenv("PROXYSIM_MUTANT_CHILD") == "" {
+		t.Skip("only run as a child of TestFindingDelayedPlainReadIsARace")
+	}
+	cfg := DefaultConfig()
+	cfg.CPUs = 2
+	if os.Getenv("PROXYSIM_F11_BUG") == "1" {
+		cfg.Bugs = cfg.Bugs.With(bugs.DelayedPlainRead)
+	}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := &task.Program{Ops: []task.Op{{Kind: task.OpCompute, Min: 1e9}}}
+	o, _ := m.AddTask(TaskSpec{Name: "O", Policy: task.Normal, Mask: task.MaskOf(0), Prog: prog, CPU: 0, Seed: 1})
+	d, _ := m.AddTask(TaskSpec{Name: "D", Policy: task.Normal, Mask: task.MaskOf(1), Prog: prog, CPU: 1, Seed: 2})
+	mx := m.AddMutex("m")
+	c0, c1 := m.cpus[0].c, m.cpus[1].c
+	r0, r1 := m.rqs[0], m.rqs[1]
+	if !mx.TryLockFast(c0, o) {
+		t.Fatal("O could not take m")
+	}
+	// D waits for m (blocked_on set, is_blocked as try_to_block_task
+	// leaves a mutex waiter), queued on cpu1: the donor of a walk.
+	d.BlockedLock.Lock(c1.CPU)
+	d.SetBlockedOn(c1, mx)
+	d.BlockedLock.Unlock(c1.CPU)
+	r1.Lock(c1)
+	d.SetIsBlocked(true)
+	r1.Unlock(c1)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // cpu0: O goes to sleep while not eligible: set_delayed under O's rq lock
+		defer wg.Done()
+		r0.Lock(c0)
+		o.SetSchedDelayed(true)
+		r0.Unlock(c0)
+		time.Sleep(200 * time.Millisecond)
+	}()
+	go func() { // cpu1: __schedule picks D and walks to its owner O
+		defer wg.Done()
+		time.Sleep(50 * time.Millisecond)
+		r1.Lock(c1)
+		proxy.FindProxyTask(c1, m, r1, d)
+		r1.Unlock(c1)
+	}()
+	wg.Wait()
+}

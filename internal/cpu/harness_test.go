@@ -244,6 +244,12 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 				t.Fatal(err)
 			}
 			cfg.SRQ.Bailouts = b
+		case "sched-features":
+			for _, n := range a.Vals {
+				if !cfg.SchedFeatures.Set(n) {
+					t.Fatalf("%s: unknown sched feature %q", d.Pos, n)
+				}
+			}
 		case "bug":
 			s, err := bugs.Parse(a.Vals)
 			if err != nil {
@@ -438,7 +444,18 @@ func (h *harness) format(e trace.Event) string {
 	case trace.EvDonorKeep:
 		return fmt.Sprintf("%s %s stays queued as donor", pre, n(e.Task))
 	case trace.EvBlock:
+		if e.B == 2 {
+			return fmt.Sprintf("%s %s leaves (delayed, picked: %s)", pre, n(e.Task), task.State(e.A))
+		}
 		return fmt.Sprintf("%s %s sleeps (%s)", pre, n(e.Task), task.State(e.A))
+	case trace.EvDelayed:
+		switch e.B {
+		case 1:
+			return fmt.Sprintf("%s %s dequeue delayed (not eligible: sched_delayed)", pre, n(e.Task))
+		case 2:
+			return fmt.Sprintf("%s find_proxy_task: owner %s is sched_delayed", pre, n(e.Task))
+		}
+		return fmt.Sprintf("%s %s requeued (ENQUEUE_DELAYED)", pre, n(e.Task))
 	case trace.EvSleep:
 		d := "long"
 		if e.A < 1<<31-1 {
@@ -577,6 +594,9 @@ func (h *harness) state() string {
 		}
 		if p.PinnedCPU >= 0 {
 			fmt.Fprintf(&b, " pinned=cpu%d", p.PinnedCPU)
+		}
+		if p.SE.Delayed {
+			b.WriteString(" sched_delayed")
 		}
 		if donor != nil {
 			fmt.Fprintf(&b, " blocked_donor=%s", donor.Name)

@@ -624,9 +624,22 @@ func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, 
 		if r.CPU == c.ID {
 			r.UpdateCurr(c)
 		}
+		if p.SE.Delayed && (policy == task.FIFO || policy == task.RR) {
+			// Leaving the fair class: a delayed entity is dequeued
+			// for good first (switching_from_fair), and blocks.
+			r.Dequeue(c, p, rq.DequeueSleep|rq.DequeueDelayed)
+			if p.ContributesToLoad {
+				r.NrUninterruptible++
+			}
+			p.SetOnRQ(task.OnRQNone)
+		}
 		queued := p.SE.Queued
+		running := p == r.Donor(c)
 		if queued {
 			r.Dequeue(c, p, rq.DequeueSave)
+		}
+		if running {
+			r.PutPrevDonor(c)
 		}
 		if policy == task.FIFO || policy == task.RR {
 			p.SetRT(policy, prio)
@@ -635,6 +648,9 @@ func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, 
 		}
 		if queued {
 			r.Enqueue(c, p, rq.EnqueueRestore)
+		}
+		if running {
+			r.SetNextDonor(c)
 		}
 		if p == r.Curr() || p == r.Donor(c) {
 			r.ReschedCurr(c)

@@ -29,3 +29,12 @@ func TestChargeLedgerCatchesClassTimeToCurr(t *testing.T) {
 		t.Fatalf("the mutant child did not pass:\n%s", tail(out, 3000))
 	}
 }
+
+// A delayed entity taken out of avg_vruntime (the kernel keeps delayed
+// entities in V) is reported by the EEVDF lag invariant (46).
+func TestEEVDFLagCatchesDelayedOutOfAvg(t *testing.T) {
+	out := runMutantChild(t, "TestMutantChildDelayedOutOfAvg", false)
+	if !strings.Contains(out, "--- PASS: TestMutantChildDelayedOutOfAvg") {
+		t.Fatalf("the mutant child did not pass:\n%s", tail(out, 3000))
+	}
+}

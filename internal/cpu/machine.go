@@ -80,6 +80,9 @@ type Config struct {
 	// off and on at run time (stress --core-sched-toggle-interval): the
 	// kernel's flip of every core's rq lock pointer. Needs CoreSched.
 	CoreToggleEvery int64
+	// SchedFeatures is the fair class's sysctl_sched_features (EEVDF,
+	// delayed dequeue); the kernel's defaults unless --sched-features.
+	SchedFeatures rq.Features
 	// CoreStarveBound is how long (virtual ns) an untagged runnable task
 	// may wait on a forced-idle CPU (invariant 45; 0: off).
 	CoreStarveBound int64
@@ -112,7 +115,7 @@ func DefaultConfig() Config {
 		CPUs: 256, Tick: 1_000_000, Epoch: 1_000_000, SimTime: 1_000_000_000, Proxy: true, SleepingOwners: true,
 		RingSize: 2048, Balance: 4_000_000, AuditEvery: 50, ProgressBound: 2_000_000_000, WakingBound: 200_000_000,
 		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100, SpinCost: 500,
-		Live: audit.DefaultLiveConfig(), CoreStallFix: true, CoreStarveBound: 100_000_000,
+		Live: audit.DefaultLiveConfig(), CoreStallFix: true, SchedFeatures: rq.DefaultFeatures(), CoreStarveBound: 100_000_000,
 	}
 }
 
@@ -251,6 +254,7 @@ func New(cfg Config) (*Machine, error) {
 		r.SetLockOrder(m.topo.LockOrderKey(i))
 		r.RTO = &m.rto
 		r.RTOMask = m.rtoMask
+		r.Feat = cfg.SchedFeatures
 		st := &stats.CPU{}
 		lc := spinlock.NewCPU(i)
 		lc.Dep = m.Dep
@@ -411,7 +415,7 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	r := m.rqs[s.CPU]
 	// wake_up_new_task: pi_lock (irqsave), then the rq lock.
 	r.LockIrq(c)
-	r.ActivateTask(c, p, rq.EnqueueWakeup)
+	r.ActivateTask(c, p, rq.EnqueueInitial)
 	r.CheckPreemptCurr(c, p)
 	r.UnlockIrq(c)
 	return p, nil
@@ -523,3 +527,6 @@ func (m *Machine) DetectedAfter() time.Duration {
 
 // WallTime is how long Run took.
 func (m *Machine) WallTime() time.Duration { return m.wallEnd.Sub(m.wallStart) }
+
+// SchedFeatures returns the fair class's sched features of this machine.
+func (m *Machine) SchedFeatures() rq.Features { return m.cfg.SchedFeatures }

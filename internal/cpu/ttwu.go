@@ -43,6 +43,10 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 		if p.IsBlocked() {
 			c.Warn(check.InvRunningNotBlocked, p.ID, p.String(), "try_to_wake_up: current %v has is_blocked set", p)
 		}
+		if p.SE.Delayed {
+			// current runs before __schedule's block_task: never delayed.
+			c.Warn(check.InvOneQueue, p.ID, p.String(), "try_to_wake_up: current %v is sched_delayed", p)
+		}
 		// clear_task_blocked_on(p, NULL), before the state test.
 		p.BlockedLock.Lock(c.CPU)
 		p.ClearBlockedOn(c, nil, true)
@@ -156,6 +160,17 @@ func (m *Machine) ttwuRunnable(c *percpu.Ctx, p *task.Task) bool {
 		// Dequeued between the lockless on_rq look and the lock.
 		c.Inc(stats.LockJugglingRetries)
 		return false
+	}
+	r.UpdateClock(c)
+	if p.IsBlocked() && p.SE.Delayed {
+		// A delayed sleeper (DELAY_DEQUEUE) is still queued: take it
+		// off a sleeping owner's list it may be parked on and requeue
+		// it (ENQUEUE_DELAYED). The reference does this inside its
+		// is_blocked test, which every sleeper passes.
+		if c.Proxy {
+			p.RemoveFromSleepingOwner(c.CPU)
+		}
+		r.Enqueue(c, p, rq.EnqueueDelayed)
 	}
 	if c.Proxy && p.IsBlocked() {
 		if r.Donor(c) != r.Curr() && !c.Bug(bugs.ProxyKeepsDonor) {

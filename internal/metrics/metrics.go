@@ -153,6 +153,12 @@ var counterHelp = map[string]string{
 	"fallback_rq":                "select_fallback_rq calls: a wake-up's or balance_push's CPU was not allowed (inactive or offline).",
 	"affinity_broken":            "select_fallback_rq found no allowed active CPU and widened the task's mask to every CPU (\"no longer affine\").",
 	"migrate_disabled_proxy":     "Migrate-disabled tasks in proxy execution: donors proxy-migrated (their execution context returns through the wake-up), and owners run as a proxy.",
+	"delayed_dequeues":           "EEVDF sleep dequeues kept queued as sched_delayed (DELAY_DEQUEUE: the sleeper was not eligible).",
+	"delayed_requeues":           "Delayed fair tasks requeued by a wake-up in ttwu_runnable (ENQUEUE_DELAYED).",
+	"delayed_blocks":             "Delayed fair tasks dequeued for good when picked (pick_next_entity, __block_task).",
+	"fpt_delayed_owners":         "find_proxy_task walks that met a lock owner that is sched_delayed (treated as a sleeping owner).",
+	"eevdf_picks_protected":      "Fair picks (pick_eevdf) that kept the running entity for its protected slice (RUN_TO_PARITY).",
+	"eevdf_picks_searched":       "Fair picks (pick_eevdf) whose earliest-deadline entity was not eligible (the heap search).",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

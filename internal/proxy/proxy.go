@@ -155,8 +155,15 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 		// nothing in the kernel waits here, but the window between the two
 		// loads is real, and stress jitter widens it.
 		c.YieldPoint()
-		if onRQ == task.OnRQNone {
-			// Sleeping owner (tested before task_cpu, v18).
+		delayed := onRQ != task.OnRQNone && ownerDelayed(c, owner)
+		if delayed {
+			c.Inc(stats.FPTDelayedOwners)
+			c.Emit(trace.EvDelayed, int32(owner.ID), int32(owner.CPU()), 2, 0)
+		}
+		if onRQ == task.OnRQNone || delayed {
+			// Sleeping owner (tested before task_cpu, v18), or one that
+			// is asleep but still queued, sched_delayed (DELAY_DEQUEUE):
+			// the reference treats both alike.
 			if currInChain {
 				p.BlockedLock.Unlock(c.CPU)
 				wl.Unlock(c.CPU)
@@ -195,7 +202,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				return done(nil)
 			}
 			owner.BlockedLock.Lock(c.CPU)
-			if owner.OnRQ() == task.OnRQNone {
+			if owner.OnRQ() == task.OnRQNone || ownerDelayed(c, owner) {
 				EnqueueOnOwner(c, r, owner, park)
 			}
 			owner.BlockedLock.Unlock(c.CPU)
@@ -287,6 +294,17 @@ out:
 		MigrateTask(c, mach, r, p, ownerCPU)
 	}
 	return done(nil)
+}
+
+// ownerDelayed is find_proxy_task's owner->se.sched_delayed, read without
+// the owner's rq lock. The kernel reads the plain byte (--bug
+// delayed-plain-read, finding F11: a data race the race detector reports);
+// the model's fix reads the atomic mirror (READ_ONCE/WRITE_ONCE).
+func ownerDelayed(c *percpu.Ctx, owner *task.Task) bool {
+	if c.Bug(bugs.DelayedPlainRead) {
+		return owner.SE.Delayed
+	}
+	return owner.SchedDelayed()
 }
 
 // runLink clears is_blocked of a chain link find_proxy_task lets run.
@@ -464,8 +482,14 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 		// list.
 		r.DeactivateTask(c, p, rq.DequeueMigrating)
 		p.ContributesToLoad = false
-	} else {
+	} else if c.Bug(bugs.ReturnDelayed) {
+		// Finding F10: the reference's block_task(rq, p, TASK_WAKING), a
+		// sleep dequeue that DELAY_DEQUEUE may keep queued while the
+		// caller goes on to enqueue p elsewhere.
 		r.BlockTask(c, p, task.Waking)
+	} else {
+		// The fix: the return dequeue is never delayed.
+		r.BlockTaskFlags(c, p, task.Waking, rq.DequeueSpecial)
 	}
 	c.Inc(stats.ReturnMigrations)
 	return true

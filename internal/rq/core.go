@@ -327,7 +327,7 @@ func (r *RQ) CookieTasks(c *percpu.Ctx, cookie uint64) []*task.Task {
 	var out []*task.Task
 	for _, q := range [2][]*task.Task{r.rt, r.fair} {
 		for _, t := range q {
-			if t.CoreCookie == cookie {
+			if t.CoreCookie == cookie && !t.SE.Delayed {
 				out = append(out, t)
 			}
 		}
@@ -340,15 +340,14 @@ func (r *RQ) CookieTasks(c *percpu.Ctx, cookie uint64) []*task.Task {
 // queued task of the RT (rt true) or fair class, or nil.
 func (r *RQ) PickClass(c *percpu.Ctx, rt bool) *task.Task {
 	r.AssertHeld(c)
-	q := r.fair
-	if rt {
-		q = r.rt
+	if !rt {
+		return r.pickTaskFair(c)
 	}
-	if len(q) == 0 {
+	if len(r.rt) == 0 {
 		return nil
 	}
-	best := q[0]
-	for _, t := range q[1:] {
+	best := r.rt[0]
+	for _, t := range r.rt[1:] {
 		if better(t, best) {
 			best = t
 		}
@@ -380,5 +379,7 @@ func (r *RQ) coreTickForceIdle(se *task.SchedEntity) bool {
 	if !r.CoreEnabled() || r.Core.NoFITick || r.Core.Leader.Core.ForceidleCount == 0 || len(r.fair) != 1 {
 		return false
 	}
-	return FairSlice-se.Slice > FairSlice/2
+	// __entity_slice_used(se, 2): the runtime since set_next_entity is
+	// more than half the request.
+	return (se.SumExecRuntime-se.PrevSumExec)*2 > se.Slice
 }

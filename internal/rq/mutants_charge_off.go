@@ -5,4 +5,5 @@ package rq
 // Without the mutants build tag the deliberate mistakes of the detector
 // tests do not exist: the hook is constant and inlines away.
 
-func mutantChargeCurr() bool { return false }
+func mutantChargeCurr() bool      { return false }
+func mutantDelayedOutOfAvg() bool { return false }

@@ -12,12 +12,20 @@ import (
 // of the donor. It exists only in binaries built with -tags mutants.
 var chargeCurr bool
 
+// delayedOutOfAvg is a deliberate mistake for the EEVDF lag invariant: a
+// delayed entity is taken out of avg_vruntime while it stays queued (the
+// kernel keeps it in, so that V and the lag of the others do not jump).
+var delayedOutOfAvg bool
+
 // SetMutant switches a deliberate mistake of this package on or off
 // (tests; -tags mutants only). It reports whether name is known.
 func SetMutant(name string, on bool) bool {
 	switch name {
 	case "charge-curr":
 		chargeCurr = on
+		return true
+	case "delayed-out-of-avg":
+		delayedOutOfAvg = on
 		return true
 	}
 	return false
@@ -32,3 +40,5 @@ func init() {
 }
 
 func mutantChargeCurr() bool { return chargeCurr }
+
+func mutantDelayedOutOfAvg() bool { return delayedOutOfAvg }

@@ -22,14 +22,17 @@ const (
 	DequeueSleep                 // the task goes to sleep: on_rq becomes 0
 	DequeueMigrating             // the task moves: on_rq becomes MIGRATING
 	DequeueSave                  // dequeue around a change of class or priority
+	EnqueueInitial               // a new task's first enqueue (wake_up_new_task)
+	EnqueueDelayed               // requeue a delayed entity (ttwu_runnable)
+	DequeueDelayed               // the final dequeue of a delayed entity
+	DequeueSpecial               // a special task state (TASK_DEAD): never delayed
+	DequeueMove                  // DEQUEUE_MOVE (with SAVE: the task may change queue position)
 )
 
 // Scheduler tunables (virtual ns).
 const (
 	RRTimeslice    = 100_000_000 // sched_rr_timeslice_ms = 100
-	FairSlice      = 3_000_000   // sysctl_sched_base_slice-ish
-	WakeupGran     = 1_000_000   // sysctl_sched_wakeup_granularity
-	SleeperCredit  = 3_000_000   // how far behind min_vruntime a waking sleeper is placed
+	FairSlice      = 3_000_000   // sysctl_sched_base_slice: 0.75 ms x (1 + ilog2(8))
 	NiceZeroWeight = 1024
 )
 
@@ -75,9 +78,16 @@ type RQ struct {
 	rt          []*task.Task
 	fair        []*task.Task
 	seq         uint64 // enqueue order
-	minVruntime int64
-	execStart   int64 // rq clock when curr/donor last started being charged
-	Clock       int64 // rq clock: the owning CPU's clock at the last update
+	minVruntime int64  // cfs_rq->min_vruntime: v0 of the avg_vruntime sums
+	// avgVruntime and avgLoad are cfs_rq->avg_vruntime (sum of
+	// (v_i - v0) * w_i) and cfs_rq->avg_load (sum of w_i) over the tree:
+	// the queued fair entities, delayed ones included, except cfsCurr.
+	avgVruntime int64
+	avgLoad     int64
+	treeSeq     uint64     // __enqueue_entity order (deadline ties)
+	cfsCurr     *task.Task // cfs_rq->curr: the fair donor set by set_next_entity, or nil
+	execStart   int64      // rq clock when curr/donor last started being charged
+	Clock       int64      // rq clock: the owning CPU's clock at the last update
 	// NrUninterruptible counts TASK_UNINTERRUPTIBLE sleepers that blocked
 	// here, less those woken here (it may go negative; the sum over all
 	// runqueues is the number of such sleepers).
@@ -117,11 +127,13 @@ type RQ struct {
 	AvgIdle          int64
 	MaxNewidleLBCost int64
 	LBCostDecay      int64
+	// Feat is the fair class's sched features. Set before start.
+	Feat Features
 }
 
 // New returns the runqueue of cpu with its idle task.
 func New(cpu int, idle *task.Task) *RQ {
-	r := &RQ{CPU: cpu, Idle: idle, own: new(spinlock.Lock)}
+	r := &RQ{CPU: cpu, Idle: idle, own: new(spinlock.Lock), Feat: DefaultFeatures()}
 	r.own.Init(spinlock.ClassRQ, cpu)
 	r.donor = idle
 	r.curr.Store(idle)
@@ -279,6 +291,16 @@ func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
 	r.checkpoint(c, false)
 	prev := r.donor
+	if prev != p {
+		// put_prev_set_next_task(): the fair entity of the old donor
+		// goes back into the tree, the new one becomes cfs_rq->curr.
+		if prev == r.cfsCurr && prev != nil {
+			r.putPrevEntity(prev)
+		}
+		if p != r.Idle && !p.SE.Policy.RT() {
+			r.setNextEntity(p)
+		}
+	}
 	r.donor = p
 	if r.SRQCfg != nil && prev != p {
 		r.srqSwitchDonor(c, prev, p)
@@ -349,17 +371,30 @@ func (r *RQ) Tasks() []*task.Task {
 
 // Enqueue puts p into its class queue (enqueue_task). The rq lock must be
 // held; p.on_rq is the caller's business (ActivateTask does both).
+// EnqueueDelayed requeues a delayed fair entity that is still queued
+// (requeue_delayed_entity).
 func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	r.AssertHeld(c)
 	se := &p.SE
+	if flags&EnqueueDelayed != 0 {
+		if r.requeueDelayedEntity(c, p) {
+			if r.CoreEnabled() {
+				r.coreEnqueue()
+			}
+			if r.SRQCfg != nil && r.SRQCfg.Hooks != SRQHooksV2 && p != r.donor {
+				// back in the tree: relinked (it left the shard when
+				// its dequeue was delayed)
+				r.srqPush(c, p)
+			}
+		}
+		return
+	}
 	if se.Queued {
 		c.Warn(check.InvOneQueue, p.ID, p.String(), "enqueue_task: %v already queued on cpu%d (enqueue on cpu%d)", p, se.QueueCPU, r.CPU)
 		return
 	}
 	r.seq++
 	se.QueueSeq = r.seq
-	se.Queued = true
-	se.QueueCPU = r.CPU
 	if se.Policy.RT() {
 		if flags&EnqueueRestore == 0 {
 			if se.Policy == task.RR && se.Slice <= 0 {
@@ -373,24 +408,12 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 			r.RTO.Add(1)
 		}
 	} else {
-		lag := se.Vlag
-		if flags&EnqueueWakeup != 0 && lag < -SleeperCredit {
-			lag = -SleeperCredit
-		}
-		if lag > FairSlice*4 {
-			lag = FairSlice * 4
-		}
-		if lag < -FairSlice*4 {
-			lag = -FairSlice * 4
-		}
-		se.Vruntime = r.minVruntime + lag
-		if se.Slice <= 0 {
-			se.Slice = FairSlice
-		}
-		r.fair = append(r.fair, p)
+		r.enqueueFair(c, p, flags)
 	}
+	se.Queued = true
+	se.QueueCPU = r.CPU
 	nr := r.nrRunning.Add(1)
-	if r.CoreEnabled() {
+	if r.CoreEnabled() && !se.Delayed {
 		r.coreEnqueue()
 	}
 	if r.SRQCfg != nil {
@@ -398,42 +421,50 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	}
 }
 
-// Dequeue removes p from its class queue (dequeue_task).
-func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
+// Dequeue removes p from its class queue (dequeue_task). It returns false
+// when the fair class keeps a sleeper queued as sched_delayed
+// (DELAY_DEQUEUE): p stays queued and counted in nr_running.
+func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) bool {
 	r.AssertHeld(c)
 	se := &p.SE
 	if !se.Queued || se.QueueCPU != r.CPU {
 		c.Warn(check.InvOneQueue, p.ID, p.String(), "dequeue_task: %v not queued on cpu%d (queued=%v on cpu%d)", p, r.CPU, se.Queued, se.QueueCPU)
-		return
+		return true
 	}
-	if r.CoreEnabled() {
+	if r.CoreEnabled() && !se.Delayed {
 		r.coreDequeue(c, flags)
 	}
 	if r.SRQCfg != nil && !se.Policy.RT() {
-		// __dequeue_entity (v3/v4), dequeue_task_fair (v2)
+		// __dequeue_entity (v3/v4), dequeue_task_fair (v2); a sleeper
+		// the fair class keeps queued as sched_delayed leaves the shard
+		// too (the series predates delayed dequeue: proxysim's rule,
+		// docs/kernel-map.md)
 		r.srqRemove(c, p)
 	}
-	q := &r.fair
+	return r.dequeueTask(c, p, flags)
+}
+
+// dequeueTask is the class dequeue (dequeue_task_fair / dequeue_rt_task)
+// and the nr_running update.
+func (r *RQ) dequeueTask(c *percpu.Ctx, p *task.Task, flags int) bool {
+	se := &p.SE
 	if se.Policy.RT() {
-		q = &r.rt
-	}
-	if !remove(q, p) {
-		c.Warn(check.InvOneQueue, p.ID, p.String(), "dequeue_task: %v marked queued on cpu%d but missing from its class queue", p, r.CPU)
-		return
-	}
-	if se.Policy.RT() {
+		if !remove(&r.rt, p) {
+			c.Warn(check.InvOneQueue, p.ID, p.String(), "dequeue_task: %v marked queued on cpu%d but missing from its class queue", p, r.CPU)
+			return true
+		}
 		if r.nrRT.Add(-1) == 1 && r.RTO != nil {
 			// rt_clear_overload: the count, then the mask bit.
 			r.RTO.Add(-1)
 			r.RTOMask.clear(r.CPU)
 		}
-	} else {
-		se.Vlag = se.Vruntime - r.minVruntime
+		se.Queued = false
+	} else if !r.dequeueFair(c, p, flags) {
+		return false
 	}
-	se.Queued = false
 	se.QueueCPU = -1
 	r.nrRunning.Add(-1)
-	r.updateMinVruntime()
+	return true
 }
 
 // remove takes p out of class queue q; false if it is not there.
@@ -448,21 +479,6 @@ func remove(q *[]*task.Task, p *task.Task) bool {
 		}
 	}
 	return false
-}
-
-func (r *RQ) updateMinVruntime() {
-	if len(r.fair) == 0 {
-		return
-	}
-	m := r.fair[0].SE.Vruntime
-	for _, t := range r.fair[1:] {
-		if t.SE.Vruntime < m {
-			m = t.SE.Vruntime
-		}
-	}
-	if m > r.minVruntime {
-		r.minVruntime = m
-	}
 }
 
 // ActivateTask is activate_task() of the full series: take p off the
@@ -482,37 +498,50 @@ func (r *RQ) ActivateTask(c *percpu.Ctx, p *task.Task, flags int) {
 }
 
 // BlockTask is block_task(): p goes to sleep in state st and leaves the
-// runqueue (on_rq 0 last). A TASK_UNINTERRUPTIBLE sleep counts in this
-// rq's nr_uninterruptible (sched_contributes_to_load); the activation
+// runqueue (on_rq 0 last, __block_task), unless the fair class delays the
+// dequeue (DELAY_DEQUEUE): then p stays queued, on_rq QUEUED and
+// sched_delayed, until a pick dequeues it or a wake-up requeues it. A
+// TASK_UNINTERRUPTIBLE sleep counts in this rq's nr_uninterruptible
+// (sched_contributes_to_load) when p actually leaves; the activation
 // that wakes p takes it back on whatever rq it wakes on, so one rq's
-// count may go negative: only the sum means something.
-func (r *RQ) BlockTask(c *percpu.Ctx, p *task.Task, st task.State) {
+// count may go negative: only the sum means something. Reports whether p
+// left (false: delayed).
+func (r *RQ) BlockTask(c *percpu.Ctx, p *task.Task, st task.State) bool {
+	return r.BlockTaskFlags(c, p, st, 0)
+}
+
+// BlockTaskFlags is BlockTask with extra dequeue flags (DequeueSpecial:
+// never delayed).
+func (r *RQ) BlockTaskFlags(c *percpu.Ctx, p *task.Task, st task.State, extra int) bool {
 	p.ContributesToLoad = st.Uninterruptible()
+	flags := DequeueSleep | extra
+	if st == task.Dead {
+		flags |= DequeueSpecial
+	}
+	if !r.Dequeue(c, p, flags) {
+		return false
+	}
 	if p.ContributesToLoad {
 		r.NrUninterruptible++
 	}
-	r.DeactivateTask(c, p, DequeueSleep)
+	p.SetOnRQ(task.OnRQNone)
+	return true
 }
 
-// DeactivateTask is deactivate_task() / block_task(). A move
-// (DequeueMigrating) marks on_rq MIGRATING first, so that lockless
-// observers see "moving" while the mover still owns the task. A sleep
-// (DequeueSleep) dequeues first and clears on_rq last (__block_task's
-// release store): the moment on_rq reads 0, try_to_wake_up on another CPU
-// may take the task and enqueue it elsewhere, so nothing here may touch it
-// after that store.
+// DeactivateTask is deactivate_task(): a move (DequeueMigrating) marks
+// on_rq MIGRATING first, so that lockless observers see "moving" while
+// the mover still owns the task. Sleeps go through BlockTask.
 func (r *RQ) DeactivateTask(c *percpu.Ctx, p *task.Task, flags int) {
-	if flags&DequeueSleep != 0 {
-		r.Dequeue(c, p, flags)
-		p.SetOnRQ(task.OnRQNone)
-		return
-	}
 	p.SetOnRQ(task.OnRQMigrating)
 	r.Dequeue(c, p, flags)
 }
 
 // better reports whether a should run before b (RT by prio then FIFO
-// order; fair by vruntime then FIFO order; RT before fair).
+// order; fair by vruntime then FIFO order; RT before fair): the order of
+// the walks that do not pick. The core tree orders fair tasks by
+// cfs_prio_less, i.e. by vruntime (sched_core_find, the cookie lists);
+// balancing candidates keep the same order. The fair pick itself is
+// pickEEVDF.
 func better(a, b *task.Task) bool {
 	ar, br := a.SE.Policy.RT(), b.SE.Policy.RT()
 	if ar != br {
@@ -530,32 +559,34 @@ func better(a, b *task.Task) bool {
 	return a.SE.QueueSeq < b.SE.QueueSeq
 }
 
-// PickNextTask is pick_next_task(): the best queued task, or idle.
+// PickNextTask is pick_next_task(): the best queued task, or idle. The
+// fair pick may dequeue delayed entities on its way (pick_task_fair).
 func (r *RQ) PickNextTask(c *percpu.Ctx) *task.Task {
 	r.AssertHeld(c)
-	q := r.rt
-	if len(q) == 0 {
-		q = r.fair
-	}
-	if len(q) == 0 {
-		return r.Idle
-	}
-	best := q[0]
-	for _, t := range q[1:] {
-		if better(t, best) {
-			best = t
+	if len(r.rt) > 0 {
+		best := r.rt[0]
+		for _, t := range r.rt[1:] {
+			if better(t, best) {
+				best = t
+			}
 		}
+		return best
 	}
-	return best
+	if p := r.pickTaskFair(c); p != nil {
+		return p
+	}
+	return r.Idle
 }
 
 // PickBest returns the best queued task for which ok returns true, or nil.
+// Delayed entities are never candidates (they are not runnable; the core
+// tree and the balancers skip them).
 func (r *RQ) PickBest(ok func(*task.Task) bool) *task.Task {
 	var best *task.Task
 	for _, q := range [2][]*task.Task{r.rt, r.fair} {
 		for _, t := range q {
 			// the cheap order test first: ok may take locks
-			if (best == nil || better(t, best)) && ok(t) {
+			if (best == nil || better(t, best)) && !t.SE.Delayed && ok(t) {
 				best = t
 			}
 		}
@@ -568,13 +599,21 @@ func (r *RQ) PickBest(ok func(*task.Task) bool) *task.Task {
 
 // UpdateCurr is update_curr() for the proxy split (6.17 update_se): the time
 // since the last update is execution time of rq.curr and class time
-// (vruntime, RT slice) of rq.donor. Only the owning CPU calls it.
+// (vruntime, RT slice) of rq.donor. Only the owning CPU calls it. A fair
+// donor whose request is done or whose protected slice is over, with
+// others queued, gets need_resched (resched_curr_lazy).
 func (r *RQ) UpdateCurr(c *percpu.Ctx) {
 	r.AssertHeld(c)
+	if r.updateCurr(c) {
+		r.ReschedCurr(c)
+	}
+}
+
+func (r *RQ) updateCurr(c *percpu.Ctx) bool {
 	r.UpdateClock(c)
 	delta := r.Clock - r.execStart
 	if delta <= 0 {
-		return
+		return false
 	}
 	r.execStart = r.Clock
 	curr, donor := r.curr.Load(), r.donor
@@ -582,7 +621,7 @@ func (r *RQ) UpdateCurr(c *percpu.Ctx) {
 		curr.SE.SumExecRuntime += delta
 	}
 	if donor == r.Idle {
-		return
+		return false
 	}
 	if donor != curr {
 		donor.SE.DonatedRuntime += delta
@@ -595,11 +634,15 @@ func (r *RQ) UpdateCurr(c *percpu.Ctx) {
 		if se.Policy == task.RR {
 			se.Slice -= delta
 		}
-		return
+		return false
 	}
-	se.Vruntime += delta * NiceZeroWeight / se.Weight
-	se.Slice -= delta
+	se.Vruntime += calcDeltaFair(delta, se)
+	resched := r.updateDeadline(se)
 	r.updateMinVruntime()
+	if len(r.fair) <= 1 || r.cfsCurr == nil {
+		return false
+	}
+	return resched || !protectSlice(&r.cfsCurr.SE)
 }
 
 // SetNextTask starts accounting for a new curr/donor pair
@@ -627,7 +670,7 @@ func (r *RQ) SkipUncharged(c *percpu.Ctx) {
 }
 
 // CheckPreemptCurr is wakeup_preempt(): should p, just enqueued here,
-// preempt the donor? RT beats fair; fair by vruntime with a granularity.
+// preempt the donor? RT beats fair; fair by EEVDF.
 func (r *RQ) CheckPreemptCurr(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
 	d := r.donor
@@ -643,17 +686,45 @@ func (r *RQ) CheckPreemptCurr(c *percpu.Ctx, p *task.Task) {
 			r.ReschedCurr(c)
 		}
 	case !p.SE.Policy.RT() && !d.SE.Policy.RT():
-		gran := int64(WakeupGran) * NiceZeroWeight / p.SE.Weight
-		if p.SE.Vruntime+gran < d.SE.Vruntime {
-			r.ReschedCurr(c)
+		r.checkPreemptWakeupFair(c, p)
+	}
+}
+
+// checkPreemptWakeupFair is check_preempt_wakeup_fair(): after charging
+// the donor, p preempts if it is now what pick_eevdf would choose (a
+// shorter slice first cancels the donor's protection, PREEMPT_SHORT).
+// No NEXT_BUDDY (off by default), no idle or batch policies.
+func (r *RQ) checkPreemptWakeupFair(c *percpu.Ctx, p *task.Task) {
+	d := r.donor
+	if d == p || r.NeedResched() {
+		return
+	}
+	if r.updateCurrFair(c) {
+		r.ReschedCurr(c)
+		return
+	}
+	se := &d.SE
+	short := r.feat(FeatPreemptShort) && p.SE.Slice < se.Slice
+	if pk, _ := r.pickEEVDF(!short); pk == p {
+		if short {
+			cancelProtectSlice(se)
 		}
+		r.ReschedCurr(c)
+		return
+	}
+	if r.feat(FeatRunToParity) && short {
+		r.updateProtectSlice(se)
 	}
 }
 
 // Tick is the class part of scheduler_tick(): charge, then decide whether
 // the donor's slice is over. Returns true if it set need_resched.
 func (r *RQ) Tick(c *percpu.Ctx) bool {
-	r.UpdateCurr(c)
+	r.AssertHeld(c)
+	resched := r.updateCurr(c) && !r.NeedResched()
+	if resched {
+		r.ReschedCurr(c)
+	}
 	d := r.donor
 	if d == r.Idle {
 		if r.nrRunning.Load() > 0 {
@@ -690,27 +761,26 @@ func (r *RQ) Tick(c *percpu.Ctx) bool {
 		r.SetNeedResched()
 		return true
 	}
-	if se.Slice <= 0 {
-		se.Slice = FairSlice
-		if len(r.fair) > 1 {
-			r.SetNeedResched()
-			return true
-		}
-	}
-	return false
+	// The fair slice end was found by update_curr above (update_deadline,
+	// protect_slice): it set need_resched through resched_curr_lazy.
+	return resched
 }
 
-// YieldTask is yield_task(): move the donor behind its peers.
+// YieldTask is yield_task(): RT moves the donor behind its peers; fair
+// is yield_task_fair(): after charging, the donor's deadline moves one
+// request later, so that an eligible peer with an earlier deadline runs
+// next.
 func (r *RQ) YieldTask(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
 	r.seq++
 	p.SE.QueueSeq = r.seq
 	if !p.SE.Policy.RT() {
-		// skip ahead of the leftmost task so that a peer runs next
-		for _, t := range r.fair {
-			if t != p && t.SE.Vruntime >= p.SE.Vruntime {
-				p.SE.Vruntime = t.SE.Vruntime + 1
-			}
+		if len(r.fair) <= 1 {
+			return
+		}
+		r.updateCurrFair(c)
+		if p == r.cfsCurr {
+			p.SE.Deadline += calcDeltaFair(p.SE.Slice, &p.SE)
 		}
 	}
 }

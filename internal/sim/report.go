@@ -112,6 +112,9 @@ func FormatSummary(w io.Writer, s *Summary) {
 	if len(s.Bugs) > 0 {
 		fmt.Fprintf(w, "  bugs switched on: %s\n", strings.Join(s.Bugs, ", "))
 	}
+	if s.SchedFeatures != "" {
+		fmt.Fprintf(w, "  sched features: %s\n", s.SchedFeatures)
+	}
 	fmt.Fprintf(w, "  virtual time      %s\n", fmtNs(s.SimTimeNs))
 	fmt.Fprintf(w, "  wall time         %s\n", fmtNs(s.WallTimeNs))
 	fmt.Fprintf(w, "  context switches  %d (%.0f per wall second)\n", s.ContextSwitches, s.SwitchesPerWallSecond)

@@ -59,14 +59,18 @@ type Options struct {
 	// NewidleCost is the virtual time one newidle balance attempt costs
 	// (0: free, the model's default).
 	NewidleCost time.Duration
-	Tick        time.Duration
-	Epoch       time.Duration
-	AuditEvery  int
-	RingSize    int
-	HangTimeout time.Duration
-	WakingBound time.Duration
-	Hooks       func(cpu int) spinlock.Hooks
-	OnEpoch     func(m *cpu.Machine, horizon int64)
+	// SchedFeatures are --sched-features writes of the fair class's
+	// features (NAME or NO_NAME, in order) applied over the kernel's
+	// defaults (rq.DefaultFeatures).
+	SchedFeatures []string
+	Tick          time.Duration
+	Epoch         time.Duration
+	AuditEvery    int
+	RingSize      int
+	HangTimeout   time.Duration
+	WakingBound   time.Duration
+	Hooks         func(cpu int) spinlock.Hooks
+	OnEpoch       func(m *cpu.Machine, horizon int64)
 	// OnSetup, if set, is told how many of the scenario's tasks Build has
 	// created (every few thousand, and at the end).
 	OnSetup func(done, total int)
@@ -244,6 +248,12 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 			Bailouts: o.SRQBailouts, ToggleEvery: int64(o.SRQToggleInterval)}
 	}
 	cfg.NewidleCost = int64(o.NewidleCost)
+	cfg.SchedFeatures = rq.DefaultFeatures()
+	for _, n := range o.SchedFeatures {
+		if !cfg.SchedFeatures.Set(n) {
+			return nil, fmt.Errorf("unknown sched feature %q", n)
+		}
+	}
 	cfg.Seed = o.Seed
 	cfg.AuditEvery = o.AuditEvery
 	if o.RingSize > 0 {
@@ -508,8 +518,9 @@ type Summary struct {
 	Tasks                 int                     `json:"tasks"`
 	Workload              string                  `json:"workload"`
 	ProxyExec             bool                    `json:"proxy_exec"`
-	ProxyLevel            string                  `json:"proxy_level"`          // off, single-rq or full
-	CoreSched             string                  `json:"core_sched,omitempty"` // core scheduling: 5.14 or v3 (absent: off)
+	ProxyLevel            string                  `json:"proxy_level"`              // off, single-rq or full
+	CoreSched             string                  `json:"core_sched,omitempty"`     // core scheduling: 5.14 or v3 (absent: off)
+	SchedFeatures         string                  `json:"sched_features,omitempty"` // the fair class's features when not the kernel's defaults (the features file's format)
 	Bugs                  []string                `json:"bugs"`
 	SimTimeNs             int64                   `json:"sim_time_ns"`
 	WallTimeNs            int64                   `json:"wall_time_ns"`
@@ -548,6 +559,9 @@ func (r *Run) Summarize() *Summary {
 	}
 	if cs := m.CoreSched(); cs != cpu.CoreOff {
 		s.CoreSched = cs.String()
+	}
+	if f := m.SchedFeatures(); f != rq.DefaultFeatures() {
+		s.SchedFeatures = f.String()
 	}
 	if s.Deterministic {
 		s.Strategy = r.Opts.Strategy

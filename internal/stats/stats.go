@@ -99,6 +99,12 @@ const (
 	CoreForceIdleNs        // core scheduling: forced-idle CPU time (core_forceidle_count x elapsed ns), the accounting's reference
 	CoreForceIdleChargedNs // core scheduling: forced-idle ns charged to tasks (__sched_core_account_forceidle, core_forceidle_sum)
 	CoreFlipRepicks        // core scheduling: a core-wide pick found core scheduling switched off after a lock drop and picked the plain way (finding F7's re-check)
+	DelayedDequeues        // EEVDF: sleep dequeues kept queued as sched_delayed (DELAY_DEQUEUE)
+	DelayedRequeues        // EEVDF: delayed entities requeued by a wake-up (ttwu_runnable, ENQUEUE_DELAYED)
+	DelayedBlocks          // EEVDF: delayed entities dequeued for good when picked (__block_task)
+	FPTDelayedOwners       // find_proxy_task met an owner that is sched_delayed (treated as sleeping)
+	EEVDFPicksProtected    // fair picks that kept curr for its protected slice (RUN_TO_PARITY)
+	EEVDFPicksSearched     // fair picks whose earliest deadline was not eligible (pick_eevdf's heap search)
 	NumCounters
 )
 
@@ -124,6 +130,8 @@ var CounterNames = [NumCounters]string{
 	"hotplug_offline", "hotplug_online", "hotplug_pushed", "fallback_rq", "affinity_broken", "migrate_disabled_proxy",
 	"core_flips", "core_lock_retries", "core_forceidle_ns", "core_forceidle_charged_ns",
 	"core_flip_repicks",
+	"delayed_dequeues", "delayed_requeues", "delayed_blocks", "fpt_delayed_owners",
+	"eevdf_picks_protected", "eevdf_picks_searched",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

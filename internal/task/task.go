@@ -129,9 +129,21 @@ type SchedEntity struct {
 	RTPriority int   // 1..99, RT only
 	Weight     int64 // load weight, fair only
 
-	Vruntime int64  // fair virtual runtime
-	Vlag     int64  // vruntime - min_vruntime saved at dequeue, applied at enqueue
-	Slice    int64  // runtime left in this slice (fair: slice; RR: time slice)
+	Vruntime int64 // fair virtual runtime
+	Vlag     int64 // EEVDF virtual lag V - v saved at dequeue (update_entity_lag), applied by place_entity
+	Slice    int64 // fair: the request size r_i (se->slice); RR: runtime left in this time slice
+	Deadline int64 // EEVDF virtual deadline vd_i = ve_i + r_i/w_i (fair)
+	Vprot    int64 // se->vprot: the vruntime up to which the running entity is protected (RUN_TO_PARITY)
+	// RelDeadline is se->rel_deadline: a non-sleep dequeue kept the
+	// deadline relative to vruntime (PLACE_REL_DEADLINE).
+	RelDeadline bool
+	// Delayed is se->sched_delayed: the task went to sleep while not
+	// eligible and stays queued (DELAY_DEQUEUE) until picked or woken.
+	// Written under the rq lock; lockless readers use Task.SchedDelayed.
+	Delayed bool
+	// TreeSeq orders insertions into the EEVDF tree (__enqueue_entity):
+	// among equal deadlines the earlier-inserted entity is leftmost.
+	TreeSeq  uint64
 	QueueSeq uint64 // enqueue order within the class queue (FIFO order)
 	Queued   bool   // in a class queue (mirrors on_rq for the class's bookkeeping)
 	QueueCPU int    // whose class queue
@@ -210,6 +222,11 @@ type Task struct {
 
 	// SE is protected by the rq lock of task_cpu(p).
 	SE SchedEntity
+
+	// schedDelayed mirrors SE.Delayed for lockless readers
+	// (find_proxy_task's owner->se.sched_delayed test, which runs without
+	// the owner's rq lock); written with SE.Delayed under the rq lock.
+	schedDelayed atomic.Bool
 
 	// BlockedLock guards the proxy-execution fields below.
 	BlockedLock spinlock.Lock
@@ -530,4 +547,16 @@ func (p *Task) DequeueSignals(c *spinlock.CPU) (fatal bool) {
 	p.sigUsr = false
 	p.sigPending.Store(false)
 	return fatal
+}
+
+// SchedDelayed reads se.sched_delayed without the task's rq lock (the
+// kernel's plain read of the byte in find_proxy_task; see
+// docs/kernel-map.md).
+func (p *Task) SchedDelayed() bool { return p.schedDelayed.Load() }
+
+// SetSchedDelayed sets se.sched_delayed; the rq lock of task_cpu(p) is
+// held.
+func (p *Task) SetSchedDelayed(on bool) {
+	p.SE.Delayed = on
+	p.schedDelayed.Store(on)
 }
