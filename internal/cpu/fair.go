@@ -132,8 +132,10 @@ func (cp *CPU) newidleBalance() bool {
 		return false // no sched domain while going down
 	}
 	if cp.m.cfg.NewidleCost > 0 {
-		// the balancing time is charged to nobody (after put_prev)
-		defer r.SkipUncharged(c)
+		// the balancing time is charged to nobody, also by the
+		// update_curr of a pulled task's enqueue (EEVDF placement)
+		r.BeginUncharged(c)
+		defer r.EndUncharged(c)
 	}
 	if cp.m.srq != nil {
 		if done, pulled := cp.srqNewidle(); done {

@@ -264,7 +264,7 @@ func (cp *CPU) srqPull() int {
 		why = trace.SRQRecheckDequeued
 	case p.OnCPU() || p == src.Curr():
 		why = trace.SRQRecheckOnCPU
-	case cfg.Hooks == rq.SRQHooksV4 && !p.CPUsMask.Has(r.CPU):
+	case cfg.Hooks == rq.SRQHooksV4 && !p.AllowedOn(r.CPU): // cpus_ptr
 		why = trace.SRQRecheckNotAllowed
 	case !c.Bug(bugs.SRQPullsDonor) && proxy.TaskIsBlocked(c, p):
 		// proxysim's rule: a mutex-blocked donor moves only by proxy
@@ -440,7 +440,8 @@ func (cp *CPU) checkDonorHere() {
 
 // auditSRQ checks the shards with every CPU parked: each linked task is
 // on exactly the list its node names, once, queued (fair, alive) on a
-// runqueue whose LLC the shard serves, and not that runqueue's donor.
+// runqueue whose LLC the shard serves, not sched_delayed, and not that
+// runqueue's donor.
 func (m *Machine) auditSRQ(report func(inv check.Invariant, cpu int, p *task.Task, msg string)) {
 	st := m.srq
 	seen := map[*task.Task]int{}
@@ -470,6 +471,11 @@ func (m *Machine) auditSRQ(report func(inv check.Invariant, cpu int, p *task.Tas
 					report(check.InvQueuedHere, cpu, p, fmt.Sprintf("RT %v linked on shared_runq shard %d", p, s.ID()))
 				case m.topo.LLC(cpu) != q.LLC:
 					report(check.InvQueuedHere, cpu, p, fmt.Sprintf("%v on cpu%d (LLC %d) linked on shard %d of LLC %d", p, cpu, m.topo.LLC(cpu), s.ID(), q.LLC))
+				case p.SE.Delayed:
+					// proxysim's rule (docs/protocol.md rule 20): the
+					// series predates delayed dequeue; a sleeper the fair
+					// class keeps queued is not on a shard.
+					report(check.InvQueuedHere, cpu, p, fmt.Sprintf("%v linked on shared_runq shard %d while sched_delayed (asleep)", p, s.ID()))
 				case p == r.PeekDonor():
 					report(check.InvQueuedHere, cpu, p, fmt.Sprintf("%v linked on shared_runq shard %d while rq->donor of cpu%d (set_next_entity must unlink it)", p, s.ID(), cpu))
 				}

@@ -92,6 +92,18 @@ func TestSRQAuditCatches(t *testing.T) {
 	if v := srqViolations(m); !strings.Contains(v, "while rq->donor of cpu0") {
 		t.Errorf("linked donor: audit says %q", v)
 	}
+
+	// 4. a sched_delayed sleeper still linked (proxysim's rule: the
+	// series predates DELAY_DEQUEUE; a delayed task is on no shard).
+	// Shown to fail in a run too: srqSwitchDonor without its
+	// !Delayed test, `stress --seed 3 --cpus 8 --sched-features
+	// SHARED_RUNQ --shared-runq-hooks v4 --proxy-exec off`.
+	m, _, b = srqMachine(t, rq.SRQHooksV3)
+	b.SE.Delayed = true
+	m.Audit()
+	if v := srqViolations(m); !strings.Contains(v, "while sched_delayed") {
+		t.Errorf("linked delayed sleeper: audit says %q", v)
+	}
 }
 
 // The toggle drains every shard when the feature goes off (v4 keeps

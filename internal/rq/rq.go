@@ -88,6 +88,10 @@ type RQ struct {
 	cfsCurr     *task.Task // cfs_rq->curr: the fair donor set by set_next_entity, or nil
 	execStart   int64      // rq clock when curr/donor last started being charged
 	Clock       int64      // rq clock: the owning CPU's clock at the last update
+	// uncharged is the newidle window (rq lock; set and read only by the
+	// owning CPU): while newidle balancing costs virtual time
+	// (--newidle-cost), update_curr charges nobody (BeginUncharged).
+	uncharged bool
 	// NrUninterruptible counts TASK_UNINTERRUPTIBLE sleepers that blocked
 	// here, less those woken here (it may go negative; the sum over all
 	// runqueues is the number of such sleepers).
@@ -310,11 +314,12 @@ func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 
 // srqSwitchDonor runs the shared_runq hooks of put_prev_entity and
 // set_next_entity: the old donor, still queued here, goes back into the
-// tree (__enqueue_entity: pushed, v3/v4); the new one leaves it
+// tree (__enqueue_entity: pushed, v3/v4; not a sched_delayed sleeper,
+// which proxysim keeps off the shards); the new one leaves it
 // (__dequeue_entity; v2: "removed when picked").
 func (r *RQ) srqSwitchDonor(c *percpu.Ctx, prev, next *task.Task) {
-	if r.SRQCfg.Hooks != SRQHooksV2 && prev != r.Idle && !prev.SE.Policy.RT() && prev.SE.Queued && prev.SE.QueueCPU == r.CPU {
-		r.srqPush(c, prev)
+	if r.SRQCfg.Hooks != SRQHooksV2 && prev != r.Idle && !prev.SE.Policy.RT() && prev.SE.Queued && !prev.SE.Delayed && prev.SE.QueueCPU == r.CPU {
+		r.srqPush(c, prev, false)
 	}
 	if next != r.Idle && !next.SE.Policy.RT() {
 		r.srqRemove(c, next)
@@ -381,10 +386,12 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 			if r.CoreEnabled() {
 				r.coreEnqueue()
 			}
-			if r.SRQCfg != nil && r.SRQCfg.Hooks != SRQHooksV2 && p != r.donor {
-				// back in the tree: relinked (it left the shard when
-				// its dequeue was delayed)
-				r.srqPush(c, p)
+			if r.SRQCfg != nil && p != r.donor {
+				// back in the tree (v3/v4's __enqueue_entity), and a
+				// wakeup that is no migration (v2's hook): relinked, as
+				// it left the shard when its dequeue was delayed
+				// (proxysim's rule: a delayed task is on no shard).
+				r.srqPush(c, p, true)
 			}
 		}
 		return
@@ -610,6 +617,12 @@ func (r *RQ) UpdateCurr(c *percpu.Ctx) {
 }
 
 func (r *RQ) updateCurr(c *percpu.Ctx) bool {
+	if r.uncharged {
+		// the newidle window: an enqueue's update_curr (the pulled
+		// task's placement, wakeup preemption) charges nobody
+		r.SkipUncharged(c)
+		return false
+	}
 	r.UpdateClock(c)
 	delta := r.Clock - r.execStart
 	if delta <= 0 {
@@ -667,6 +680,25 @@ func (r *RQ) SkipUncharged(c *percpu.Ctx) {
 	r.UpdateClock(c)
 	r.execStart = r.Clock
 	r.checkpoint(c, true)
+}
+
+// BeginUncharged opens the newidle window: from now until EndUncharged
+// every update_curr on this runqueue moves the charge point without
+// charging anyone. prev was charged up to here by __schedule; the
+// balancing time (--newidle-cost) is idle time (invariant 20), and the
+// pulled task's enqueue, whose EEVDF placement runs update_curr, must not
+// charge it to prev. The kernel differs (docs/kernel-map.md). The rq lock
+// must be held; only the owning CPU calls it.
+func (r *RQ) BeginUncharged(c *percpu.Ctx) {
+	r.SkipUncharged(c)
+	r.uncharged = true
+}
+
+// EndUncharged closes the newidle window: the time since the last update
+// is charged to nobody and charging resumes. The rq lock must be held.
+func (r *RQ) EndUncharged(c *percpu.Ctx) {
+	r.uncharged = false
+	r.SkipUncharged(c)
 }
 
 // CheckPreemptCurr is wakeup_preempt(): should p, just enqueued here,

@@ -208,19 +208,31 @@ func (r *RQ) srqEnqueue(c *percpu.Ctx, p *task.Task, flags int, nrBefore int32) 
 			return // v4: it goes to an empty rq and runs next anyway
 		}
 	}
-	r.srqPush(c, p)
+	r.srqPush(c, p, flags&EnqueueWakeup != 0)
 }
 
 // srqPush is shared_runq_push_task(): link p at the tail of this
-// runqueue's shard. The rq lock is held (p is queued here).
-func (r *RQ) srqPush(c *percpu.Ctx, p *task.Task) {
+// runqueue's shard. The rq lock is held (p is queued here). waking: the
+// enqueue of a try_to_wake_up (ttwu_do_activate, or ttwu_runnable's
+// requeue of a delayed sleeper), before ttwu_do_wakeup clears is_blocked.
+func (r *RQ) srqPush(c *percpu.Ctx, p *task.Task, waking bool) {
 	if !r.SRQCfg.Enabled.Load() || p.NrCPUsAllowed == 1 {
 		return
 	}
 	// proxysim's rule (docs/protocol.md rule 20): a mutex-blocked donor
 	// (is_blocked, under this rq lock: the model's blocked_on needs its
 	// blocked_lock, which activate_task may hold here) is never linked.
-	if c.Proxy && p.IsBlocked() && !c.Bug(bugs.SRQPullsDonor) {
+	// A waking task still carries the is_blocked of its sleep (every
+	// sleeper sets it; ttwu_do_wakeup clears it after the enqueue, under
+	// this lock): for it the test is task_is_blocked()'s READ_ONCE of
+	// blocked_on, as the load balancer reads it. Testing is_blocked there
+	// refused every wakeup, and v2, which pushes only wakeups, never
+	// pushed once new tasks stopped passing ENQUEUE_WAKEUP.
+	blocked := p.IsBlocked()
+	if waking {
+		blocked = p.IsBlockedOnOnce()
+	}
+	if c.Proxy && blocked && !c.Bug(bugs.SRQPullsDonor) {
 		return
 	}
 	s := r.shard
