@@ -25,8 +25,8 @@ var findings = []struct {
 	// F6 (SHARED_RUNQ): the fixed form runs the shared runqueue too.
 	{"srq-pulls-donor", "7", "no-stale-rq-ref", []string{"--sched-features", "SHARED_RUNQ"}},
 	// F7 and F8 need core scheduling switched off and on at run time.
-	{"core-flip-repick", "1", "rq-lock-identity", []string{"--core-sched", "--core-sched-toggle-interval", "2ms"}},
-	{"core-flip-stale-pick", "1", "single-run", []string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}},
+	{"core-flip-repick", "2", "rq-lock-identity", []string{"--core-sched", "--core-sched-toggle-interval", "2ms"}},
+	{"core-flip-stale-pick", "2", "single-run", []string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}},
 	// F10 needs DELAY_DEQUEUE, the fair class's default.
 	{"return-delayed", "24", "one-queue", nil},
 }

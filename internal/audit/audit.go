@@ -270,7 +270,9 @@ func (a *auditor) blocked() {
 		if p.State() == task.Running && isb {
 			a.fail(check.InvRunningNotBlocked, p.CPU(), p, "%v is TASK_RUNNING with is_blocked set (blocked_on %v)", p, m)
 		}
-		if a.cfg.Proxy && isb && m == nil && p.OnRQ() != task.OnRQNone && a.cfg.WakingBound > 0 && a.cfg.Horizon-p.UnblockedAt > a.cfg.WakingBound {
+		// A sched_delayed task (DELAY_DEQUEUE) is a sleeper still queued:
+		// its is_blocked is its sleep's, not a woken donor's.
+		if a.cfg.Proxy && isb && m == nil && p.OnRQ() != task.OnRQNone && !p.SE.Delayed && a.cfg.WakingBound > 0 && a.cfg.Horizon-p.UnblockedAt > a.cfg.WakingBound {
 			a.fail(check.InvWakingReturns, p.CPU(), p, "%v has stayed queued as a donor for %d ns since its blocked_on was cleared (bound %d): never run, returned or deactivated", p, a.cfg.Horizon-p.UnblockedAt, a.cfg.WakingBound)
 		}
 		for _, w := range p.BlockedHead {

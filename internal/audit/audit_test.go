@@ -123,4 +123,12 @@ func TestWokenDonorPlacedInTime(t *testing.T) {
 	if got := violations(v, cfg, check.InvWakingReturns); len(got) != 0 {
 		t.Fatalf("a deactivated donor reported: %v", got)
 	}
+	// A sleeper whose dequeue was delayed (DELAY_DEQUEUE) is queued with
+	// its sleep's is_blocked and no blocked_on: asleep, not a woken
+	// donor (core-flip-stale-pick's fixed form hit this at 205 ms).
+	p.SetOnRQ(task.OnRQQueued)
+	p.SE.Delayed = true
+	if got := violations(v, cfg, check.InvWakingReturns); len(got) != 0 {
+		t.Fatalf("a sched_delayed sleeper reported: %v", got)
+	}
 }
