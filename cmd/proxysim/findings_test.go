@@ -23,7 +23,7 @@ var findings = []struct {
 	{"early-activation", "205329377607709", "no-stranded-waiter", []string{"--optimistic-spin", "off"}},
 	{"proxy-keeps-donor", "115309719035642", "curr-donor", nil},
 	// F6 (SHARED_RUNQ): the fixed form runs the shared runqueue too.
-	{"srq-pulls-donor", "7", "no-stale-rq-ref", []string{"--sched-features", "SHARED_RUNQ"}},
+	{"srq-pulls-donor", "67", "no-stale-rq-ref", []string{"--sched-features", "SHARED_RUNQ"}},
 	// F7 and F8 need core scheduling switched off and on at run time.
 	{"core-flip-repick", "2", "rq-lock-identity", []string{"--core-sched", "--core-sched-toggle-interval", "2ms"}},
 	{"core-flip-stale-pick", "2", "single-run", []string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}},
