@@ -53,6 +53,9 @@ const (
 	IsBlockedPlainRead              // finding F4
 	CoreschedStall                  // core scheduling v3: pick_task favours its first argument on ties
 	CoreStealDonor                  // try_steal_cookie moves a proxy-exec donor (v30 1/7)
+	WWNoClearBlockedOn              // 12: ww die/wound leave blocked_on set (v16 hang)
+	WWNestedBlockedLock             // 24: ww die/wound under current's blocked_lock (v21 AB-BA)
+	WWWoundWrongLock                // 23: wound clears the owner's blocked_on for the wrong lock (6.17-rc2 syzbot WARN)
 	NumBugs
 )
 
@@ -145,6 +148,15 @@ var Catalogue = []Bug{
 	{CoreStealDonor, 0, "core-steal-donor", Historical, "v30 (\"sched/core: Don't steal a proxy-exec donor\", July 2026)",
 		"try_steal_cookie, the forced-idle balancer, skipped only src->core_pick and src->curr: it could move src's rq->donor (a blocked donor a proxy runs for) or another mutex-blocked donor to a forced-idle CPU by a non-proxy path. The reference skips p == src->donor and task_is_blocked(p); --bug removes both skips (the v30 patch body was not read: the mechanism is inferred from its title and the reference's code). Needs --core-sched",
 		"audit: donor not queued on its rq / stale donor reference (invariants 4, 5, 16); lost blocked chains (liveness)"},
+	{WWNoClearBlockedOn, 12, "ww-no-clear-blocked-on", Historical, "v16",
+		"ww_mutex die and wound only woke their victim (mainline's wake_up_process) and left its blocked_on in place: a Wound-Wait owner wounded while it waits on another ww_mutex keeps pointing at it, so the blocked_on chains hold a cycle (A waits for B's lock, B for A's) until B runs; v13..v16 made die/wound mark the victim (BO_WAKING), the reference clears blocked_on under its blocked_lock. --bug removes the clear (the wake-up stays)",
+		"find_proxy_task's bounded walk: a blocked_on cycle (invariant 32) where the kernel's walk spun holding the rq lock (the hang); audit: chain cycle"},
+	{WWNestedBlockedLock, 24, "ww-nested-blocked-lock", Historical, "v21",
+		"before v21 __mutex_lock_common took current's blocked_lock right after wait_lock and held it across __ww_mutex_add_waiter and __ww_mutex_check_waiters, whose die and wound took the victim's blocked_lock nested (SINGLE_DEPTH_NESTING hides it from lockdep): a wounder holding its own blocked_lock meets an owner whose unlock holds its blocked_lock and nests the wounder's (it is the owner's stale blocked_donor), an AB-BA between two owners. --bug restores the older lock holding",
+		"watchdog: two CPUs spin on each other's blocked_lock (invariant 40, hang); lock-order validator if a blocked_lock is nested outside the hand-off path"},
+	{WWWoundWrongLock, 23, "ww-wound-wrong-lock", Historical, "6.17-rc2 (syzbot)",
+		"__ww_mutex_wound cleared the wounded owner's blocked_on with __clear_task_blocked_on(owner, lock): the owner may be blocked on a different mutex, and the helper's WARN_ON_ONCE(blocked_on && blocked_on != lock) fired (syzbot, 6.17-rc2); the fix passes NULL. --bug passes the lock",
+		"the helper's WARN: blocked_on cleared for another lock (invariant 43, mutex-misuse)"},
 }
 
 // raceOnly are the entries only the race detector catches.

@@ -62,6 +62,11 @@ const (
 	MutexWaiterSpins  // spins of the first waiter on the owner (blocked_on cleared, still listed)
 	MutexSpinTurns    // turns of either spin (SpinCost of virtual time each)
 	MutexSpinAcquires // locks taken by spinning
+	WWWounds          // ww_mutex Wound-Wait: a younger holder's context wounded (__ww_mutex_wound)
+	WWDies            // ww_mutex Wait-Die: a younger waiter woken to die (__ww_mutex_die)
+	WWEDEADLK         // ww_mutex waits that returned -EDEADLK (died, or wounded)
+	WWBackoffs        // ww acquire contexts that backed off after -EDEADLK (released their locks)
+	WWAcquires        // ww_mutexes taken under an acquire context
 	NumCounters
 )
 
@@ -78,6 +83,7 @@ var CounterNames = [NumCounters]string{
 	"mutex_eintr", "signals_sent", "signal_wakeups", "signals_handled", "signal_sleep_aborts",
 	"spurious_wakes", "spurious_wakeups",
 	"mutex_spins", "mutex_waiter_spins", "mutex_spin_turns", "mutex_spin_acquires",
+	"ww_wounds", "ww_dies", "ww_edeadlk", "ww_backoffs", "ww_acquires",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

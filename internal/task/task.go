@@ -312,6 +312,8 @@ type ExecState struct {
 	TimerID   uint64 // that timer's id
 	ReqStart  int64  // when the request being served began (its complete()); 0: none
 	SpinTurns int64  // turns of the current optimistic spin
+	// WW is the open ww_acquire_ctx (ww_acquire_init .. _fini), or nil.
+	WW *WWCtx
 }
 
 // New returns a task with the given id and name, fair at nice 0, allowed

@@ -457,6 +457,13 @@ func (x *exporter) instant(e *Event) {
 		p.argInt("mutex", int64(e.A))
 		p.argInt("how", int64(e.B))
 		p.argInt("turns", int64(e.C))
+	case EvWWWound, EvWWDie:
+		task()
+		p.argInt("mutex", int64(e.A))
+		p.argStr("by", x.name(e.B))
+	case EvWWBackoff:
+		task()
+		p.argInt("mutex", int64(e.A))
 	case EvSpuriousWake:
 		task()
 		p.argInt("mutex", int64(e.A))

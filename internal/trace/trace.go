@@ -44,13 +44,17 @@ const (
 	EvSpuriousWake               // Task=woken waiter, A=mutex, B=1 if it woke it
 	EvSpin                       // Task, A=mutex, B=1 if the first waiter's spin: optimistic spinning starts
 	EvSpinEnd                    // Task, A=mutex, B=SpinEnd* (how it ended), C=turns
+	EvWWWound                    // Task=wounded owner, A=mutex, B=wounder
+	EvWWDie                      // Task=waiter woken to die, A=mutex, B=locker
+	EvWWBackoff                  // Task, A=mutex: a ww wait returned -EDEADLK (B=1: from the wait loop, 0: before queueing)
 	NumKinds
 )
 
 var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
-	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end"}
+	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end",
+	"ww_wound", "ww_die", "ww_backoff"}
 
 // How an optimistic spin ended (EvSpinEnd's B).
 const (
