@@ -35,6 +35,8 @@ type harness struct {
 	t       *testing.T
 	m       *Machine
 	mutexes map[string]int
+	// wwClasses maps ww_class names to the machine's class indices.
+	wwClasses map[string]int
 	tasks   map[string]*task.Task
 	lastSeq uint64
 	nviol   int
@@ -74,6 +76,26 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 	case "mutex":
 		for _, a := range d.CmdArgs {
 			h.mutexes[a.Key] = h.m.AddMutex(a.Key).ID()
+		}
+		return ""
+	case "ww_class":
+		// ww_class name=X wait-die|wound-wait
+		var name string
+		d.ScanArgs(t, "name", &name)
+		h.wwClasses[name] = h.m.AddWWClass(name, d.HasArg("wait-die"))
+		return ""
+	case "ww_mutex":
+		// ww_mutex class=X a b ...
+		var class string
+		d.ScanArgs(t, "class", &class)
+		k, ok := h.wwClasses[class]
+		if !ok {
+			t.Fatalf("%s: unknown ww_class %q", d.Pos, class)
+		}
+		for _, a := range d.CmdArgs {
+			if a.Key != "class" {
+				h.mutexes[a.Key] = h.m.AddWWMutex(a.Key, k).ID()
+			}
 		}
 		return ""
 	case "task":
@@ -179,6 +201,7 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 		t.Fatal(err)
 	}
 	h.m, h.mutexes, h.tasks, h.lastSeq, h.nviol = m, map[string]int{}, map[string]*task.Task{}, 0, 0
+	h.wwClasses = map[string]int{}
 	h.intr = nil
 	return ""
 }
@@ -260,8 +283,16 @@ func (h *harness) program(t *testing.T, d *datadriven.TestData) *task.Program {
 		switch k {
 		case task.OpCompute, task.OpSleep:
 			op.Min = dur(f[1])
-		case task.OpLock, task.OpUnlock:
+		case task.OpLock, task.OpUnlock, task.OpWWUnlock:
 			op.Mutex = h.mutexes[f[1]]
+		case task.OpWWLock:
+			// ww_lock M [retry-pc]: the back-off goes on at retry-pc (0)
+			op.Mutex = h.mutexes[f[1]]
+			if len(f) > 2 {
+				op.Jump, _ = strconv.Atoi(f[2])
+			}
+		case task.OpWWInit:
+			op.Class = h.wwClasses[f[1]]
 		case task.OpWake, task.OpSignal, task.OpKill:
 			op.Target = h.tasks[f[1]].ID
 		case task.OpLoop:
@@ -390,6 +421,12 @@ func (h *harness) format(e trace.Event) string {
 	case trace.EvSpinEnd:
 		how := [...]string{"took it", "owner not on a CPU", "need_resched"}[e.B]
 		return fmt.Sprintf("%s %s stops spinning on %s after %d turns: %s", pre, n(e.Task), h.mutexName(e.A), e.C, how)
+	case trace.EvWWWound:
+		return fmt.Sprintf("%s %s wounds %s (holder of %s)", pre, n(e.B), n(e.Task), h.mutexName(e.A))
+	case trace.EvWWDie:
+		return fmt.Sprintf("%s %s makes %s die (waiter for %s)", pre, n(e.B), n(e.Task), h.mutexName(e.A))
+	case trace.EvWWBackoff:
+		return fmt.Sprintf("%s %s gets -EDEADLK on %s", pre, n(e.Task), h.mutexName(e.A))
 	case trace.EvSpuriousWake:
 		return fmt.Sprintf("%s spurious wake of %s waiting for %s (woken=%v)", pre, n(e.Task), h.mutexName(e.A), e.B == 1)
 	case trace.EvViolation:
