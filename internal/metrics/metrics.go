@@ -111,6 +111,11 @@ var counterHelp = map[string]string{
 	"mutex_waiter_spins":         "Optimistic spins of the first mutex waiter on the owner (blocked_on cleared, still on the wait list).",
 	"mutex_spin_turns":           "Turns of mutex optimistic spin loops.",
 	"mutex_spin_acquires":        "Mutexes taken by optimistic spinning.",
+	"ww_wounds":                  "ww_mutex Wound-Wait wounds: a younger holder's acquire context wounded (__ww_mutex_wound).",
+	"ww_dies":                    "ww_mutex Wait-Die: younger waiters holding locks woken to die (__ww_mutex_die).",
+	"ww_edeadlk":                 "ww_mutex lock calls that returned -EDEADLK (the context died or was wounded).",
+	"ww_backoffs":                "ww acquire contexts that backed off (released their ww_mutexes) after -EDEADLK or -EINTR.",
+	"ww_acquires":                "ww_mutexes taken under an acquire context.",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

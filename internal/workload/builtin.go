@@ -50,6 +50,21 @@ func wake(group, offset int) Op {
 	return o
 }
 func mk(o task.Op) Op { return Op{Op: o, TargetGroup: -1} }
+func wwInit() Op      { return mk(task.Op{Kind: task.OpWWInit}) }
+func wwLockSlow() Op  { return mk(task.Op{Kind: task.OpWWLockSlow}) }
+func wwFini() Op      { return mk(task.Op{Kind: task.OpWWFini}) }
+
+// wwLock is ww_mutex_lock of ww slot s; a back-off goes on at retry.
+func wwLock(s, retry int) Op {
+	o := mk(task.Op{Kind: task.OpWWLock, Mutex: s, Jump: retry})
+	o.MutexMode = MutexWWSlot
+	return o
+}
+func wwUnlock(s int) Op {
+	o := mk(task.Op{Kind: task.OpWWUnlock, Mutex: s})
+	o.MutexMode = MutexWWSlot
+	return o
+}
 
 // Builtin returns a built-in workload for a machine of cpus CPUs and
 // about ntasks tasks (0: the workload's default).
@@ -280,9 +295,12 @@ func stress(cpus, ntasks int) *Scenario {
 	nn := atLeast(ntasks/4, 1)
 	ns := atLeast(ntasks-nw-nn, 1)
 	nm := atLeast(ntasks/8, 4)
+	nww := atLeast(ntasks/16, 2)  // tasks per ww group
+	nwwm := atLeast(ntasks/32, 4) // ww_mutexes per class
 	return &Scenario{
 		Name:    "stress",
 		Mutexes: mutexes(nm),
+		WW:      []WWSet{{Name: "wd", WaitDie: true, Count: nwwm}, {Name: "ww", Count: nwwm}},
 		Groups: []Group{
 			{Name: "writer", Count: nw, Policy: task.Normal, Slots: 3, Program: []Op{
 				/* 0 */ compute(5*us, 50*us),
@@ -330,6 +348,33 @@ func stress(cpus, ntasks int) *Scenario {
 				/* 7 */ wake(0, 3),
 				/* 8 */ loop(0),
 			}},
+			{Name: "ww-wd", Count: nww, Policy: task.Normal, WWSet: 0, WWSlots: 3, Program: wwStress()},
+			{Name: "ww-wound", Count: nww, Policy: task.Normal, WWSet: 1, WWSlots: 3, Program: wwStress()},
 		},
+	}
+}
+
+// wwStress is test-ww_mutex's stress_reorder for the stress workload:
+// three ww_mutexes of the group's class in the task's own random order
+// under one acquire context, held across a compute and sometimes a
+// sleep (a sleeping owner of ww_mutexes); -EDEADLK backs off, takes the
+// contended lock with ww_mutex_lock_slow and retries.
+func wwStress() []Op {
+	return []Op{
+		/* 0 */ compute(5*us, 40*us),
+		/* 1 */ wwInit(),
+		/* 2 */ wwLockSlow(),
+		/* 3 */ wwLock(0, 2),
+		/* 4 */ wwLock(1, 2),
+		/* 5 */ wwLock(2, 2),
+		/* 6 */ compute(2*us, 20*us),
+		/* 7 */ choose(0.8, 9),
+		/* 8 */ sleep(10*us, 100*us),
+		/* 9 */ wwUnlock(2),
+		/* 10 */ wwUnlock(1),
+		/* 11 */ wwUnlock(0),
+		/* 12 */ wwFini(),
+		/* 13 */ sleep(20*us, 200*us),
+		/* 14 */ loop(0),
 	}
 }
