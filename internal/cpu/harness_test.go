@@ -512,17 +512,29 @@ func (h *harness) state() string {
 // its two rq locks, an unlock before its wake_up_q) exact. The nested CPU
 // must not need a lock the paused one holds, nor wait for it: either fails
 // the test. A command that does not fire an armed interrupt fails too.
+//
+// With `signal` instead of run=M (when=blocking: X is current on CPU N in
+// a sleep state, past its last check, on its way into schedule()), the
+// pause queues a signal to X without waking it: a sender that set
+// TIF_SIGPENDING and whose wake-up waits in ttwu for the rq lock that
+// CPU N's __schedule is about to take.
 type interrupt struct {
 	cpu, run, steps int
 	p               *task.Task
 	when            string
+	signal          bool
 }
 
 func (h *harness) armInterrupt(t *testing.T, d *datadriven.TestData) string {
 	in := &interrupt{cpu: h.intArg(t, d, "cpu", 0), run: h.intArg(t, d, "run", 0), steps: h.intArg(t, d, "steps", 1), p: h.taskArg(t, d, "task")}
 	d.ScanArgs(t, "when", &in.when)
-	if in.when != "migrating" && in.when != "waking" && in.when != "unlocking" {
-		t.Fatalf("%s: interrupt when=%q: want migrating, waking or unlocking", d.Pos, in.when)
+	in.signal = d.HasArg("signal")
+	if in.when != "migrating" && in.when != "waking" && in.when != "unlocking" && in.when != "blocking" {
+		t.Fatalf("%s: interrupt when=%q: want migrating, waking, unlocking or blocking", d.Pos, in.when)
+	}
+	if in.signal {
+		h.intr = in
+		return ""
 	}
 	if in.cpu == in.run || in.run < 0 || in.run >= h.m.NumCPUs() {
 		t.Fatalf("%s: interrupt run=%d: want another CPU of the machine", d.Pos, in.run)
@@ -553,6 +565,14 @@ func (k harnessHooks) Yield(c *spinlock.CPU, pt spinlock.Point) {
 	held := c.HeldLocks()
 	if held == "" {
 		held = "no lock"
+	}
+	if in.signal {
+		in.p.SigLock.Lock(c)
+		in.p.QueueSignal(c, false)
+		in.p.SigLock.Unlock(c)
+		fmt.Fprintf(&h.out, "-- cpu%d paused (%s %s, holding %s): a signal to %s is queued; its wake-up waits for cpu%d's rq lock\n", in.cpu, in.p.Name, in.when, held, in.p.Name, in.cpu)
+		fmt.Fprintf(&h.out, "-- cpu%d resumes\n", in.cpu)
+		return
 	}
 	fmt.Fprintf(&h.out, "-- cpu%d paused (%s %s, holding %s): cpu%d runs\n", in.cpu, in.p.Name, in.when, held, in.run)
 	h.nested, h.paused = true, in.cpu
@@ -586,6 +606,9 @@ func (h *harness) interruptDue(c *spinlock.CPU, in *interrupt) bool {
 	case "waking":
 		m, isb, _ := in.p.Peek()
 		return m == nil && isb
+	case "blocking":
+		st := in.p.State()
+		return st != task.Running && st != task.Dead && h.m.cpus[in.cpu].rq.Curr() == in.p
 	case "unlocking":
 		// inside mutex_unlock's slow path, before wait_lock: the program
 		// has let go of a mutex whose owner word still names the task
