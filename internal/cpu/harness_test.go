@@ -37,9 +37,9 @@ type harness struct {
 	mutexes map[string]int
 	// wwClasses maps ww_class names to the machine's class indices.
 	wwClasses map[string]int
-	tasks   map[string]*task.Task
-	lastSeq uint64
-	nviol   int
+	tasks     map[string]*task.Task
+	lastSeq   uint64
+	nviol     int
 	// intr is the armed interrupt, if any; nested is true while it runs;
 	// out holds the output of a command so far when an interrupt fired.
 	intr   *interrupt
