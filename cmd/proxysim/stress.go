@@ -54,6 +54,13 @@ func stressDefaults() sim.Options {
 	o.JitterDelay = 20 * time.Microsecond
 	o.Stutter = 5 * time.Second
 	o.ShuffleInterval = 20 * time.Millisecond
+	// Issue 14's paths on by default: signals (none fatal) to random
+	// tasks and mutex waiters, a fifth of the lock instructions
+	// interruptible or killable (ww: interruptible), spurious wake-ups
+	// of mutex waiters.
+	o.SignalRate = 200
+	o.SpuriousWakeRate = 200
+	o.InterruptibleLocks = 0.2
 	return o
 }
 
