@@ -55,12 +55,12 @@ func stressDefaults() sim.Options {
 	o.Stutter = 5 * time.Second
 	o.ShuffleInterval = 20 * time.Millisecond
 	// Issue 14's paths on by default: signals (none fatal) to random
-	// tasks and mutex waiters, a fifth of the lock instructions
+	// tasks and mutex waiters, a tenth of the lock instructions
 	// interruptible or killable (ww: interruptible), spurious wake-ups
 	// of mutex waiters.
-	o.SignalRate = 200
-	o.SpuriousWakeRate = 200
-	o.InterruptibleLocks = 0.2
+	o.SignalRate = 100
+	o.SpuriousWakeRate = 100
+	o.InterruptibleLocks = 0.1
 	return o
 }
 
