@@ -153,7 +153,7 @@ var Catalogue = []Bug{
 		"find_proxy_task's bounded walk: a blocked_on cycle (invariant 32) where the kernel's walk spun holding the rq lock (the hang); audit: chain cycle"},
 	{WWNestedBlockedLock, 24, "ww-nested-blocked-lock", Historical, "v21",
 		"before v21 __mutex_lock_common took current's blocked_lock right after wait_lock and held it across __ww_mutex_add_waiter and __ww_mutex_check_waiters, whose die and wound took the victim's blocked_lock nested (SINGLE_DEPTH_NESTING hides it from lockdep): a wounder holding its own blocked_lock meets an owner whose unlock holds its blocked_lock and nests the wounder's (it is the owner's stale blocked_donor), an AB-BA between two owners. --bug restores the older lock holding",
-		"watchdog only: two CPUs spin on each other's blocked_lock (invariant 40, hang); not caught by the hunt yet (HuntSkip)"},
+		"watchdog only: two CPUs spin on each other's blocked_lock (invariant 40, hang); not caught by the hunt yet (HuntSkip). TestWWNestedBlockedLockABBA (internal/cpu) shows its precondition deterministically: the wounder waits for the owner's blocked_lock holding its own"},
 	{WWWoundWrongLock, 23, "ww-wound-wrong-lock", Historical, "6.17-rc2 (syzbot)",
 		"__ww_mutex_wound cleared the wounded owner's blocked_on with __clear_task_blocked_on(owner, lock): the owner may be blocked on a different mutex, and the helper's WARN_ON_ONCE(blocked_on && blocked_on != lock) fired (syzbot, 6.17-rc2); the fix passes NULL. --bug passes the lock",
 		"the helper's WARN: blocked_on cleared for another lock (invariant 43, mutex-misuse)"},
