@@ -46,6 +46,7 @@ const (
 	InvChargeLedger      Invariant = 37 // class time to the donor, execution time to curr, per proxied interval
 	InvCoreCookie        Invariant = 44 // SMT siblings never execute (rq->curr) tasks of different cookies at once
 	InvCoreStarve        Invariant = 45 // an untagged runnable task on a forced-idle CPU waits at most a bound
+	InvUseAfterFree      Invariant = 46 // no task struct is used after its last reference is dropped (get/put_task_struct)
 )
 
 var invNames = map[Invariant]string{
@@ -61,6 +62,7 @@ var invNames = map[Invariant]string{
 	InvHandoffLiveness: "handoff-liveness", InvWaitAge: "wait-age", InvLostWakeup: "lost-wakeup",
 	InvLivelock: "livelock", InvChargeLedger: "charge-ledger",
 	InvCoreCookie: "core-cookie", InvCoreStarve: "core-starve",
+	InvUseAfterFree: "use-after-free",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

@@ -613,6 +613,9 @@ func (cp *CPU) unlock(p *task.Task, id int) bool {
 func (cp *CPU) wakeUpQ() {
 	for i, t := range cp.wq.Tasks {
 		cp.m.tryToWakeUp(cp.c, t, task.WakeNormal)
+		if mutex.WakeQTakesRefs() {
+			t.PutTaskStruct()
+		}
 		cp.wq.Tasks[i] = nil
 	}
 	cp.wq.Tasks = cp.wq.Tasks[:0]
@@ -625,6 +628,12 @@ func (cp *CPU) exit(p *task.Task) {
 		cp.unlock(p, ex.Held[len(ex.Held)-1])
 	}
 	ex.Exited = true
+	p.BlockedLock.Lock(cp.c.CPU)
+	pointed := len(p.BlockedHead) > 0 || p.SleepingOwner.Load() != nil
+	p.BlockedLock.Unlock(cp.c.CPU)
+	if pointed || p.Refs() > 1 {
+		cp.c.Inc(stats.ExitsWithRefs)
+	}
 	cp.endRequest(p)
 	p.Stats.ExitAt = cp.c.Now
 	p.SetState(task.Dead)

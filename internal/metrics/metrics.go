@@ -116,6 +116,7 @@ var counterHelp = map[string]string{
 	"ww_edeadlk":                 "ww_mutex lock calls that returned -EDEADLK (the context died or was wounded).",
 	"ww_backoffs":                "ww acquire contexts that backed off (released their ww_mutexes) after -EDEADLK or -EINTR.",
 	"ww_acquires":                "ww_mutexes taken under an acquire context.",
+	"exits_with_refs":            "Task exits while a reference (a pending wake_q entry) or a proxy list (parked waiters on it, its place on a sleeping owner's list) still points at the task.",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

@@ -502,8 +502,19 @@ type WakeQ struct {
 	Tasks []*task.Task
 }
 
-// Add is wake_q_add().
-func (q *WakeQ) Add(p *task.Task) { q.Tasks = append(q.Tasks, p) }
+// Add is wake_q_add(): it takes a reference on p (get_task_struct), which
+// wake_up_q drops after the wake-up, so that a task that exits meanwhile
+// is not freed under the waker.
+func (q *WakeQ) Add(p *task.Task) {
+	if !mutantWakeQNoRef() {
+		p.GetTaskStruct()
+	}
+	q.Tasks = append(q.Tasks, p)
+}
+
+// WakeQTakesRefs says whether wake_q entries hold a reference (false only
+// in the mutants build with wakeq-no-ref switched on).
+func WakeQTakesRefs() bool { return !mutantWakeQNoRef() }
 
 // Unlock is mutex_unlock() by p: the fast path, else
 // __mutex_unlock_slowpath() in the kernel's order. First a release loop

@@ -67,6 +67,7 @@ const (
 	WWEDEADLK         // ww_mutex waits that returned -EDEADLK (died, or wounded)
 	WWBackoffs        // ww acquire contexts that backed off after -EDEADLK (released their locks)
 	WWAcquires        // ww_mutexes taken under an acquire context
+	ExitsWithRefs     // do_exit with references outstanding (a wake_q entry) or a proxy list pointing at the task
 	NumCounters
 )
 
@@ -83,7 +84,7 @@ var CounterNames = [NumCounters]string{
 	"mutex_eintr", "signals_sent", "signal_wakeups", "signals_handled", "signal_sleep_aborts",
 	"spurious_wakes", "spurious_wakeups",
 	"mutex_spins", "mutex_waiter_spins", "mutex_spin_turns", "mutex_spin_acquires",
-	"ww_wounds", "ww_dies", "ww_edeadlk", "ww_backoffs", "ww_acquires",
+	"ww_wounds", "ww_dies", "ww_edeadlk", "ww_backoffs", "ww_acquires", "exits_with_refs",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
