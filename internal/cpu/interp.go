@@ -182,8 +182,9 @@ func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 	switch ex.Phase {
 	case lockStart:
 		if ctx != nil && mx.Ctx() == ctx {
-			// -EALREADY: taken under this context already (by the
-			// back-off's ww_mutex_lock_slow): go on.
+			// -EALREADY (__mutex_lock_common, after the fast path, which
+			// fails on a lock we own): taken under this context already
+			// (by the back-off's ww_mutex_lock_slow): go on.
 			ex.PC++
 			return
 		}
@@ -194,14 +195,17 @@ func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 				return
 			}
 		}
+		if mx.TryLockFast(c, p) {
+			cp.wwFastpath(p, mx, ctx)
+			cp.lockResult(p, op, mx, st, ctx, mutex.LockAcquired)
+			return
+		}
 		if ctx != nil && ctx.Acquired == 0 {
-			// "Reset the wounded flag after a kill." (M)
+			// "Reset the wounded flag after a kill." (M, at the top of
+			// __mutex_lock_common: the fast path above skips it)
 			ctx.SetWounded(false)
 		}
 		switch {
-		case mx.TryLockFast(c, p):
-			res = mutex.LockAcquired
-			cp.wwFastpath(p, mx, ctx)
 		case spin && mx.TryLock(c, p):
 			res = mutex.LockAcquired
 			cp.wwFastpath(p, mx, ctx)
