@@ -53,6 +53,7 @@ const (
 	InvRQLockIdentity    Invariant = 50 // the lock a CPU holds for an rq is rq_lockp(rq); siblings agree on it
 	InvForceIdleAcct     Invariant = 51 // forced-idle time charged to tasks == forced-idle CPU time (count x elapsed)
 	InvCoreTieMax        Invariant = 52 // a core pick never forces its untagged first max idle for a tagged task that does not strictly beat it
+	InvUseAfterFree      Invariant = 53 // no task struct is used after its last reference is dropped (get/put_task_struct)
 )
 
 var invNames = map[Invariant]string{
@@ -71,6 +72,7 @@ var invNames = map[Invariant]string{
 	InvIRQLockUsage: "irq-lock-usage", InvIRQLockOrder: "irq-lock-order",
 	InvOffline: "offline-cpu", InvMigrateDisabled: "migrate-disabled",
 	InvRQLockIdentity: "rq-lock-identity", InvForceIdleAcct: "forceidle-acct", InvCoreTieMax: "core-tie-max",
+	InvUseAfterFree: "use-after-free",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

@@ -163,7 +163,16 @@ func (cp *CPU) switchTo(prev, next *task.Task) {
 	r.UpdateClock(c)
 	if prev != r.Idle {
 		prev.SE.Runnable = c.Now // waits again from now, if still queued
+		dead := prev.State() == task.Dead && !prev.Exec.Reaped
+		if dead {
+			prev.Exec.Reaped = true
+		}
 		prev.SetOnCPU(false)
+		if dead {
+			// finish_task_switch: a dead prev drops its own reference
+			// (put_task_struct_rcu_user; the RCU delay is not modelled).
+			prev.PutTaskStruct()
+		}
 	}
 }
 

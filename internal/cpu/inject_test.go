@@ -57,9 +57,7 @@ func TestSignalAndSpuriousWakeInjectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range sc.Mutexes {
-		m.AddMutex(n)
-	}
+	addScenarioMutexes(m, sc)
 	plans, err := sc.Plan(cfg.CPUs, cfg.Seed)
 	if err != nil {
 		t.Fatal(err)

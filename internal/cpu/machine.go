@@ -127,6 +127,7 @@ type Machine struct {
 	rqs         []*rq.RQ
 	tasks       []*task.Task // index = task id; tasks[0] is nil
 	mutexes     []*mutex.Mutex
+	wwClasses   []*mutex.WWClass // read-only once the machine starts
 
 	Log   *trace.Log
 	Dep   *spinlock.Validator
@@ -364,6 +365,21 @@ func (m *Machine) Busy(cpu int) int64 { return m.cpus[cpu].busy }
 func (m *Machine) AddMutex(name string) *mutex.Mutex {
 	mx := mutex.New(len(m.mutexes), name, m.Task)
 	m.mutexes = append(m.mutexes, mx)
+	return mx
+}
+
+// AddWWClass creates a ww_class (DEFINE_WD_CLASS / DEFINE_WW_CLASS) and
+// returns its index (ww_acquire_init's operand). Only before Start.
+func (m *Machine) AddWWClass(name string, waitDie bool) int {
+	m.wwClasses = append(m.wwClasses, mutex.NewWWClass(name, waitDie))
+	return len(m.wwClasses) - 1
+}
+
+// AddWWMutex creates a ww_mutex of class k (ww_mutex_init). Only before
+// Start.
+func (m *Machine) AddWWMutex(name string, k int) *mutex.Mutex {
+	mx := m.AddMutex(name)
+	mx.SetWW(m.wwClasses[k])
 	return mx
 }
 

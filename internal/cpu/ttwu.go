@@ -37,6 +37,12 @@ func ttwuDoWakeup(c *percpu.Ctx, p *task.Task) {
 // for (or the wakeup handed to that CPU's wake list), a CPU chosen with
 // select_task_rq and the task enqueued there.
 func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) bool {
+	if p.Freed() {
+		// The waker holds no reference and the task's last one is gone:
+		// the kernel would take p->pi_lock in freed memory.
+		m.Report(c, check.InvUseAfterFree, p, fmt.Sprintf("try_to_wake_up of %v after its last reference was dropped (it exited)", p))
+		return false
+	}
 	self := m.cpus[c.ID]
 	if p == self.rq.Curr() {
 		// p == current: it is running right here.

@@ -153,6 +153,12 @@ var counterHelp = map[string]string{
 	"fallback_rq":                "select_fallback_rq calls: a wake-up's or balance_push's CPU was not allowed (inactive or offline).",
 	"affinity_broken":            "select_fallback_rq found no allowed active CPU and widened the task's mask to every CPU (\"no longer affine\").",
 	"migrate_disabled_proxy":     "Migrate-disabled tasks in proxy execution: donors proxy-migrated (their execution context returns through the wake-up), and owners run as a proxy.",
+	"ww_wounds":                  "ww_mutex Wound-Wait wounds: a younger holder's acquire context wounded (__ww_mutex_wound).",
+	"ww_dies":                    "ww_mutex Wait-Die: younger waiters holding locks woken to die (__ww_mutex_die).",
+	"ww_edeadlk":                 "ww_mutex lock calls that returned -EDEADLK (the context died or was wounded).",
+	"ww_backoffs":                "ww acquire contexts that backed off (released their ww_mutexes) after -EDEADLK or -EINTR.",
+	"ww_acquires":                "ww_mutexes taken under an acquire context.",
+	"exits_with_refs":            "Task exits while a reference (a pending wake_q entry) or a proxy list (parked waiters on it, its place on a sleeping owner's list) still points at the task.",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

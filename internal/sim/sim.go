@@ -311,6 +311,12 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	for _, name := range sc.Mutexes {
 		m.AddMutex(name)
 	}
+	for _, w := range sc.WW {
+		k := m.AddWWClass(w.Name, w.WaitDie)
+		for j := 0; j < w.Count; j++ {
+			m.AddWWMutex(fmt.Sprintf("%s%d", w.Name, j), k)
+		}
+	}
 	if o.OnSetup != nil {
 		o.OnSetup(0, sc.NumTasks())
 	}
@@ -368,6 +374,13 @@ func interruptibleLocks(plans []workload.TaskPlan, prob float64, seed uint64) {
 		seen[p.Prog] = true
 		for k := range p.Prog.Ops {
 			op := &p.Prog.Ops[k]
+			if op.Kind == task.OpWWLock && op.LockMode == task.LockUninterruptible {
+				// ww_mutex_lock_interruptible (there is no killable one)
+				if rng.Float64() < prob {
+					op.LockMode = task.LockInterruptible
+				}
+				continue
+			}
 			if op.Kind != task.OpLock || op.LockMode != task.LockUninterruptible {
 				continue
 			}

@@ -99,6 +99,12 @@ const (
 	CoreForceIdleNs        // core scheduling: forced-idle CPU time (core_forceidle_count x elapsed ns), the accounting's reference
 	CoreForceIdleChargedNs // core scheduling: forced-idle ns charged to tasks (__sched_core_account_forceidle, core_forceidle_sum)
 	CoreFlipRepicks        // core scheduling: a core-wide pick found core scheduling switched off after a lock drop and picked the plain way (finding F7's re-check)
+	WWWounds               // ww_mutex Wound-Wait: a younger holder's context wounded (__ww_mutex_wound)
+	WWDies                 // ww_mutex Wait-Die: a younger waiter woken to die (__ww_mutex_die)
+	WWEDEADLK              // ww_mutex waits that returned -EDEADLK (died, or wounded)
+	WWBackoffs             // ww acquire contexts that backed off after -EDEADLK (released their locks)
+	WWAcquires             // ww_mutexes taken under an acquire context
+	ExitsWithRefs          // do_exit with references outstanding (a wake_q entry) or a proxy list pointing at the task
 	NumCounters
 )
 
@@ -124,6 +130,7 @@ var CounterNames = [NumCounters]string{
 	"hotplug_offline", "hotplug_online", "hotplug_pushed", "fallback_rq", "affinity_broken", "migrate_disabled_proxy",
 	"core_flips", "core_lock_retries", "core_forceidle_ns", "core_forceidle_charged_ns",
 	"core_flip_repicks",
+	"ww_wounds", "ww_dies", "ww_edeadlk", "ww_backoffs", "ww_acquires", "exits_with_refs",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

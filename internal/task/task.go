@@ -294,6 +294,14 @@ type Task struct {
 	// by SigLock.
 	sigUsr bool
 
+	// usage is tsk->usage (refcount_t, get_task_struct/put_task_struct):
+	// the task's own reference from fork, dropped at its last switch-out
+	// after do_exit (finish_task_switch), plus one per holder (a wake_q
+	// entry). freed is set when it drops to zero: the task struct is
+	// gone, and any later use is a use-after-free (invariant 53).
+	usage atomic.Int32
+	freed atomic.Bool
+
 	// Exec is the task's own execution state: touched only by the CPU that
 	// runs the task.
 	Exec ExecState
@@ -343,6 +351,9 @@ type ExecState struct {
 	TimerID   uint64 // that timer's id
 	ReqStart  int64  // when the request being served began (its complete()); 0: none
 	SpinTurns int64  // turns of the current optimistic spin
+	Reaped    bool   // the last switch-out after exit dropped the task's own reference
+	// WW is the open ww_acquire_ctx (ww_acquire_init .. _fini), or nil.
+	WW *WWCtx
 }
 
 // New returns a task with the given id and name, fair at nice 0, allowed
@@ -362,6 +373,7 @@ func New(id int, name string, ncpu, cpu int) *Task {
 	p.SE.QueueCPU = -1
 	p.Exec.TimerCPU = -1
 	p.PinnedCPU = -1
+	p.usage.Store(1)
 	return p
 }
 
@@ -373,6 +385,25 @@ func (p *Task) AllowedOn(cpu int) bool {
 	}
 	return p.CPUsMask.Has(cpu)
 }
+
+// GetTaskStruct is get_task_struct(p).
+func (p *Task) GetTaskStruct() { p.usage.Add(1) }
+
+// PutTaskStruct is put_task_struct(p); it reports whether that was the
+// last reference (the task struct is freed).
+func (p *Task) PutTaskStruct() bool {
+	if p.usage.Add(-1) == 0 {
+		p.freed.Store(true)
+		return true
+	}
+	return false
+}
+
+// Freed reports whether p's last reference was dropped.
+func (p *Task) Freed() bool { return p.freed.Load() }
+
+// Refs is refcount_read(&p->usage).
+func (p *Task) Refs() int32 { return p.usage.Load() }
 
 // SetNice makes the task fair at the given nice value. The caller holds
 // the rq lock or owns the task before it is visible to the machine.

@@ -459,6 +459,13 @@ func (x *exporter) instant(e *Event) {
 		p.argInt("turns", int64(e.C))
 	case EvCoreFlip:
 		p.argBool("on", e.Task == 1)
+	case EvWWWound, EvWWDie:
+		task()
+		p.argInt("mutex", int64(e.A))
+		p.argStr("by", x.name(e.B))
+	case EvWWBackoff:
+		task()
+		p.argInt("mutex", int64(e.A))
 	case EvSpuriousWake:
 		task()
 		p.argInt("mutex", int64(e.A))

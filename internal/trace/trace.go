@@ -50,6 +50,9 @@ const (
 	EvHotplug                    // A=cpu, B=Hotplug* step
 	EvMigrateDisable             // Task, A=new migration_disabled depth
 	EvCoreFlip                   // Task=1 if switched on, 0 if off: core scheduling flipped on every core (__sched_core_flip)
+	EvWWWound                    // Task=wounded owner, A=mutex, B=wounder
+	EvWWDie                      // Task=waiter woken to die, A=mutex, B=locker
+	EvWWBackoff                  // Task, A=mutex: a ww wait returned -EDEADLK (B=1: from the wait loop, 0: before queueing)
 	NumKinds
 )
 
@@ -57,7 +60,8 @@ var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
 	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end",
-	"srq_pop", "srq_recheck", "srq_drain", "hotplug", "migrate_disable", "core_flip"}
+	"srq_pop", "srq_recheck", "srq_drain", "hotplug", "migrate_disable", "core_flip",
+	"ww_wound", "ww_die", "ww_backoff"}
 
 // Why a shared_runq pull failed its recheck under task_rq_lock
 // (EvSRQRecheck's A).

@@ -22,7 +22,19 @@ const (
 	MutexFixed   = iota // Op.Mutex is the mutex index
 	MutexSlot           // Op.Mutex is a slot: the task's slot-th lock, drawn at plan time
 	MutexByIndex        // the task's index within its group, modulo the mutex count
+	// MutexWWSlot (ww_lock, ww_unlock): Op.Mutex is a ww slot, the task's
+	// slot-th ww_mutex of its group's ww set, drawn at plan time in a
+	// random order (ww_mutexes need no global lock order).
+	MutexWWSlot = MutexByIndex + 2
 )
+
+// WWSet is a ww_class and its ww_mutexes (mutex indices after the plain
+// Mutexes, in set order).
+type WWSet struct {
+	Name    string
+	WaitDie bool // DEFINE_WD_CLASS; else DEFINE_WW_CLASS (Wound-Wait)
+	Count   int
+}
 
 // Op is a program instruction with symbolic task targets.
 type Op struct {
@@ -46,7 +58,11 @@ type Group struct {
 	// that take slots in increasing order respect a global lock order.
 	Slots int
 	// Cookie is the tasks' core-scheduling cookie (0: untagged).
-	Cookie  uint64
+	Cookie uint64
+	// WWSet is the ww set (Scenario.WW index) whose class the group's
+	// ww_acquire_init opens and from which WWSlots ww_mutexes are drawn.
+	WWSet   int
+	WWSlots int
 	Program []Op
 }
 
@@ -61,7 +77,9 @@ type Scenario struct {
 	// overrides it).
 	CoreSched string
 	Mutexes   []string
-	Groups    []Group
+	// WW lists the ww classes and their ww_mutexes.
+	WW     []WWSet
+	Groups []Group
 	// Merit, for a benchmark workload (Benchmark), says what its figure
 	// of merit measures; nil for every other workload.
 	Merit *Merit
@@ -81,6 +99,24 @@ func (s *Scenario) UsesHotplug() bool {
 		}
 	}
 	return false
+}
+
+// NumMutexes counts the plain and the ww mutexes.
+func (s *Scenario) NumMutexes() int {
+	n := len(s.Mutexes)
+	for _, w := range s.WW {
+		n += w.Count
+	}
+	return n
+}
+
+// wwBase is the index of ww set k's first mutex.
+func (s *Scenario) wwBase(k int) int {
+	n := len(s.Mutexes)
+	for _, w := range s.WW[:k] {
+		n += w.Count
+	}
+	return n
 }
 
 // NumTasks counts the tasks of all groups.
@@ -136,6 +172,16 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 		for i := 0; i < g.Count; i++ {
 			rng := rand.New(rand.NewPCG(seed^0x51075, uint64(gi)<<32|uint64(i)))
 			slots := drawSlots(rng, len(s.Mutexes), g.Slots)
+			var wwSlots []int
+			if g.WWSlots > 0 {
+				if g.WWSet < 0 || g.WWSet >= len(s.WW) || g.WWSlots > s.WW[g.WWSet].Count {
+					return nil, fmt.Errorf("groups[%d] (%s): ww set %d with %d slots does not exist", gi, g.Name, g.WWSet, g.WWSlots)
+				}
+				base := s.wwBase(g.WWSet)
+				for _, k := range rng.Perm(s.WW[g.WWSet].Count)[:g.WWSlots] {
+					wwSlots = append(wwSlots, base+k)
+				}
+			}
 			prog := &task.Program{Ops: make([]task.Op, len(g.Program))}
 			for k, op := range g.Program {
 				o := op.Op
@@ -159,6 +205,15 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 						o.Mutex += k
 						o.Count = 0
 					}
+				}
+				if (o.Kind == task.OpWWLock || o.Kind == task.OpWWUnlock) && op.MutexMode == MutexWWSlot {
+					if o.Mutex < 0 || o.Mutex >= len(wwSlots) {
+						return nil, fmt.Errorf("groups[%d] (%s).program[%d]: ww slot %d but the group has %d ww slots", gi, g.Name, k, o.Mutex, g.WWSlots)
+					}
+					o.Mutex = wwSlots[o.Mutex]
+				}
+				if o.Kind == task.OpWWInit {
+					o.Class = g.WWSet
 				}
 				if op.TargetGroup >= 0 {
 					if op.TargetGroup >= len(s.Groups) {
@@ -190,7 +245,7 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 					return nil, s.errAt(fmt.Sprintf("groups[%d].program[%d]", gi, k), "%s: cpu %d out of range (the machine has %d CPUs)", o.Kind, o.CPU, ncpu)
 				}
 			}
-			if err := prog.Validate(len(s.Mutexes), ntask); err != nil {
+			if err := prog.Validate(s.NumMutexes(), ntask); err != nil {
 				return nil, fmt.Errorf("groups[%d] (%s).program: %v", gi, g.Name, err)
 			}
 			name := g.Name
