@@ -46,6 +46,7 @@ const (
 	InvChargeLedger      Invariant = 37 // class time to the donor, execution time to curr, per proxied interval
 	InvCoreCookie        Invariant = 44 // SMT siblings never execute (rq->curr) tasks of different cookies at once
 	InvCoreStarve        Invariant = 45 // an untagged runnable task on a forced-idle CPU waits at most a bound
+	InvDLBudget          Invariant = 46 // a SCHED_DEADLINE entity with no budget left (runtime <= 0) is throttled or replenished at its next update
 )
 
 var invNames = map[Invariant]string{
@@ -60,7 +61,7 @@ var invNames = map[Invariant]string{
 	InvInternal: "internal", InvProxyMigrate: "proxy-migrate", InvMutexMisuse: "mutex-misuse",
 	InvHandoffLiveness: "handoff-liveness", InvWaitAge: "wait-age", InvLostWakeup: "lost-wakeup",
 	InvLivelock: "livelock", InvChargeLedger: "charge-ledger",
-	InvCoreCookie: "core-cookie", InvCoreStarve: "core-starve",
+	InvCoreCookie: "core-cookie", InvCoreStarve: "core-starve", InvDLBudget: "dl-budget",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

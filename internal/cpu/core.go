@@ -31,6 +31,7 @@ func (cp *CPU) schedule(preempt bool) {
 		}
 	}
 	keepResched := false
+	prevDonor := r.Donor(c) // balance_dl looks at the donor being put
 	var next *task.Task
 	for pick := 0; ; pick++ {
 		// pick_again
@@ -56,6 +57,7 @@ func (cp *CPU) schedule(preempt bool) {
 			}
 		}
 		cp.queueRTBalance(prev, next)
+		cp.queueDLBalance(prevDonor, next)
 		if c.Proxy && next != r.Idle && next.IsBlocked() {
 			n := proxy.FindProxyTask(c, m, r, next)
 			if n == nil {
@@ -94,6 +96,9 @@ func (cp *CPU) schedule(preempt bool) {
 					}
 					continue
 				}
+			}
+			if d := r.Donor(c); n != d && d.DLTask() {
+				c.Inc(stats.DLDonorPicks) // a DL budget pays for its owner
 			}
 			next = n
 		}

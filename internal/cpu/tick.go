@@ -36,6 +36,7 @@ func (cp *CPU) tick() {
 	if c.Proxy {
 		cp.checkCurrDonor()
 	}
+	cp.checkDLBudget()
 	nr := r.NrRunning()
 	r.Unlock(c)
 	if c.Now-cp.lastBalance >= m.cfg.Balance {

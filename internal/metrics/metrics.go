@@ -111,6 +111,12 @@ var counterHelp = map[string]string{
 	"mutex_waiter_spins":         "Optimistic spins of the first mutex waiter on the owner (blocked_on cleared, still on the wait list).",
 	"mutex_spin_turns":           "Turns of mutex optimistic spin loops.",
 	"mutex_spin_acquires":        "Mutexes taken by optimistic spinning.",
+	"dl_throttles":               "SCHED_DEADLINE budgets exhausted: the task throttled until its replenishment timer.",
+	"dl_replenishments":          "SCHED_DEADLINE budget refills (replenish_dl_entity, or a new period from the CBS wakeup rule).",
+	"dl_pushes":                  "SCHED_DEADLINE tasks pushed to a CPU running a later deadline (push_dl_task).",
+	"dl_pulls":                   "SCHED_DEADLINE tasks pulled from a DL-overloaded CPU (pull_dl_task).",
+	"dl_donor_picks":             "Picks in which a SCHED_DEADLINE donor runs another task (its mutex owner) on its budget.",
+	"dl_admission_rejections":    "sched_setattr calls refused by SCHED_DEADLINE admission control (-EBUSY).",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

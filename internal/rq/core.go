@@ -80,6 +80,8 @@ func (r *RQ) TaskPrio(p *task.Task) int {
 	switch {
 	case p.Idle:
 		return task.IdlePrio
+	case p.SE.Policy.DL():
+		return task.DLPrio
 	case p.SE.Policy.RT():
 		return p.SE.Prio
 	}
@@ -96,6 +98,9 @@ func PrioLess(a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bool) bool {
 	pa, pb := ra.TaskPrio(a), rb.TaskPrio(b)
 	if pa != pb {
 		return pa > pb
+	}
+	if pa == task.DLPrio {
+		return !dlTimeBefore(a.SE.DL.Deadline, b.SE.DL.Deadline)
 	}
 	if pa != task.DefaultPrio {
 		return false
@@ -129,7 +134,7 @@ func PrioLessV3(a *task.Task, ra *RQ, b *task.Task, rb *RQ) bool {
 // episode when inFI. The core lock is held.
 func (r *RQ) TaskVruntimeUpdate(c *percpu.Ctx, p *task.Task, inFI bool) {
 	r.AssertHeld(c)
-	if p.Idle || p.SE.Policy.RT() {
+	if p.Idle || p.SE.Policy.RT() || p.SE.Policy.DL() {
 		return
 	}
 	if inFI {
@@ -155,7 +160,7 @@ func (r *RQ) SchedCoreFind(c *percpu.Ctx, cookie uint64) *task.Task {
 func (r *RQ) CookieTasks(c *percpu.Ctx, cookie uint64) []*task.Task {
 	r.AssertHeld(c)
 	var out []*task.Task
-	for _, q := range [2][]*task.Task{r.rt, r.fair} {
+	for _, q := range [3][]*task.Task{r.dl, r.rt, r.fair} {
 		for _, t := range q {
 			if t.CoreCookie == cookie {
 				out = append(out, t)

@@ -62,6 +62,12 @@ const (
 	MutexWaiterSpins  // spins of the first waiter on the owner (blocked_on cleared, still listed)
 	MutexSpinTurns    // turns of either spin (SpinCost of virtual time each)
 	MutexSpinAcquires // locks taken by spinning
+	DLThrottles       // SCHED_DEADLINE: budgets exhausted (dl_throttled set)
+	DLReplenishments  // SCHED_DEADLINE: budgets refilled (replenish_dl_entity, a new period)
+	DLPushes          // SCHED_DEADLINE: tasks pushed to a later-deadline CPU (push_dl_task)
+	DLPulls           // SCHED_DEADLINE: tasks pulled from a DL-overloaded CPU (pull_dl_task)
+	DLDonorPicks      // SCHED_DEADLINE: picks where a DL donor runs another task (its mutex owner)
+	DLAdmissionFails  // SCHED_DEADLINE: sched_setattr refused by admission control (-EBUSY)
 	NumCounters
 )
 
@@ -78,6 +84,7 @@ var CounterNames = [NumCounters]string{
 	"mutex_eintr", "signals_sent", "signal_wakeups", "signals_handled", "signal_sleep_aborts",
 	"spurious_wakes", "spurious_wakeups",
 	"mutex_spins", "mutex_waiter_spins", "mutex_spin_turns", "mutex_spin_acquires",
+	"dl_throttles", "dl_replenishments", "dl_pushes", "dl_pulls", "dl_donor_picks", "dl_admission_rejections",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

@@ -101,12 +101,13 @@ type Op struct {
 	// matching unlock (Program.Link sets it).
 	LockMode LockMode
 	EINTRPC  int
-	Target   int    // OpWake, OpSignal, OpKill, OpAffinity, OpSetPrio: task id (0: self)
-	Mask     Mask   // OpAffinity
-	Policy   Policy // OpSetPrio
-	Prio     int    // OpSetPrio: nice for Normal, rtprio for FIFO/RR
-	Jump     int    // OpLoop, OpChoose: target pc
-	Count    int    // OpLoop: iterations (0: forever)
+	Target   int      // OpWake, OpSignal, OpKill, OpAffinity, OpSetPrio: task id (0: self)
+	Mask     Mask     // OpAffinity
+	Policy   Policy   // OpSetPrio
+	Prio     int      // OpSetPrio: nice for Normal, rtprio for FIFO/RR
+	DL       DLParams // OpSetPrio with Policy Deadline: sched_attr's runtime, deadline, period
+	Jump     int      // OpLoop, OpChoose: target pc
+	Count    int      // OpLoop: iterations (0: forever)
 	Prob     float64
 }
 

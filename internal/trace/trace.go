@@ -44,13 +44,17 @@ const (
 	EvSpuriousWake               // Task=woken waiter, A=mutex, B=1 if it woke it
 	EvSpin                       // Task, A=mutex, B=1 if the first waiter's spin: optimistic spinning starts
 	EvSpinEnd                    // Task, A=mutex, B=SpinEnd* (how it ended), C=turns
+	EvDLThrottle                 // Task (the DL entity charged), A=runtime left in us, B=1 if constrained-deadline throttle at activation
+	EvDLReplenish                // Task, A=new runtime in us, B=deadline - rq clock in us
+	EvDLAdmission                // Task, A=1 if refused (-EBUSY)
 	NumKinds
 )
 
 var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "lock", "contend", "unlock", "handoff",
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
-	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end"}
+	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end",
+	"dl_throttle", "dl_replenish", "dl_admission"}
 
 // How an optimistic spin ended (EvSpinEnd's B).
 const (
