@@ -172,9 +172,14 @@ func (r *RQ) CookieTasks(c *percpu.Ctx, cookie uint64) []*task.Task {
 }
 
 // PickClass is class->pick_task(rq) for v3's per-class loop: the best
-// queued task of the RT (rt true) or fair class, or nil.
+// queued task of the RT (rt true) or fair class, or nil. The RT pass
+// takes a queued DL task first (the model's loop has two passes; DL is
+// the class above RT).
 func (r *RQ) PickClass(c *percpu.Ctx, rt bool) *task.Task {
 	r.AssertHeld(c)
+	if rt && len(r.dl) > 0 {
+		return r.pickNextDLEntity()
+	}
 	q := r.fair
 	if rt {
 		q = r.rt
