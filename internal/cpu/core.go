@@ -31,7 +31,11 @@ func (cp *CPU) schedule(preempt bool) {
 		}
 	}
 	keepResched := false
-	prevDonor := r.Donor(c) // balance_dl looks at the donor being put
+	// balance_dl: the donor being put was a DL task that left the dl
+	// tree (slept or throttled). Read now, under the lock, while it is
+	// still ours (on_cpu if it is prev, queued here if it is a donor).
+	prevDonor := r.Donor(c)
+	needPullDL := prevDonor.DLTask() && !prevDonor.SE.DL.OnDLRQ
 	var next *task.Task
 	for pick := 0; ; pick++ {
 		// pick_again
@@ -57,7 +61,7 @@ func (cp *CPU) schedule(preempt bool) {
 			}
 		}
 		cp.queueRTBalance(prev, next)
-		cp.queueDLBalance(prevDonor, next)
+		cp.queueDLBalance(needPullDL, next)
 		if c.Proxy && next != r.Idle && next.IsBlocked() {
 			n := proxy.FindProxyTask(c, m, r, next)
 			if n == nil {

@@ -43,12 +43,16 @@ func (m *Machine) dlTaskTimer(c *percpu.Ctx, p *task.Task) {
 // and pull_dl_task when the previous donor was a DL task that left the dl
 // tree (balance_dl's need_pull_dl_task) while some runqueue is
 // DL-overloaded. As for RT, the model queues both after the pick.
-func (cp *CPU) queueDLBalance(prevDonor, next *task.Task) {
+//
+// needPull is need_pull_dl_task for the donor being put, read by
+// __schedule before the pick (the previous donor may leave this runqueue
+// while the pick drops the lock; its class state is then not ours).
+func (cp *CPU) queueDLBalance(needPull bool, next *task.Task) {
 	c, r := cp.c, cp.rq
 	if next.DLTask() && r.NrDL() >= 2 {
 		r.QueueBalanceCallback(c, rq.BalanceCallback{Name: "push_dl_tasks", Fn: cp.m.pushDLTasks})
 	}
-	if prevDonor != nil && prevDonor.DLTask() && !prevDonor.SE.DL.OnDLRQ && cp.m.dlo.Load() > 0 {
+	if needPull && cp.m.dlo.Load() > 0 {
 		r.QueueBalanceCallback(c, rq.BalanceCallback{Name: "pull_dl_task", Fn: cp.m.pullDLTask})
 	}
 }
@@ -167,6 +171,11 @@ func (m *Machine) findLaterRQ(c *percpu.Ctx, sched, exec *task.Task) int {
 // dlRevalidateRQState is dl_revalidate_rq_state(): after
 // double_lock_balance dropped our lock, is t still the task to push?
 func dlRevalidateRQState(c *percpu.Ctx, t *task.Task, r, later *rq.RQ) bool {
+	if t.CPU() != r.CPU || !t.Queued() {
+		// It left while our lock was dropped: its class state is another
+		// runqueue's now (the kernel reads it racily; the model must not).
+		return false
+	}
 	if !t.CPUsMask.Has(later.CPU) {
 		return false
 	}
@@ -181,6 +190,9 @@ func dlRevalidateRQState(c *percpu.Ctx, t *task.Task, r, later *rq.RQ) bool {
 // none. On success both rq locks are held.
 func (m *Machine) findLockLaterRQ(c *percpu.Ctx, t *task.Task, r *rq.RQ) *rq.RQ {
 	for tries := 0; tries < dlMaxTries; tries++ {
+		if t.CPU() != r.CPU || !t.Queued() {
+			return nil // moved while a previous try dropped our lock
+		}
 		exec, _ := findExecCtx(c, r, t)
 		if exec == nil {
 			return nil
