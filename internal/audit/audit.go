@@ -75,9 +75,12 @@ func (a *auditor) queues() {
 			a.fail(check.InvBalanceCallbacks, cpu, nil, "%d balance callbacks pending at a quiescent point", n)
 		}
 		for _, p := range ts {
-			// Invariant 46: a DL entity in the dl tree has budget left
-			// (update_curr_dl throttles it at runtime <= 0).
-			if p.SE.Policy.DL() && p.SE.DL.OnDLRQ && p.SE.DL.Runtime <= 0 {
+			// Invariant 46: a DL entity in the dl tree has not overrun
+			// its budget (update_curr_dl throttles it at runtime <= 0;
+			// the revised CBS wakeup rule may enqueue one with exactly
+			// 0 left, which its first update throttles). The tick checks
+			// the donor's "<= 0" right after its update.
+			if p.SE.Policy.DL() && p.SE.DL.OnDLRQ && p.SE.DL.Runtime < 0 {
 				a.fail(check.InvDLBudget, cpu, p, "%v is in cpu%d's dl tree with runtime %d ns: it ran past its budget unthrottled", p, cpu, p.SE.DL.Runtime)
 			}
 		}
