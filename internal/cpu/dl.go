@@ -21,17 +21,17 @@ const dlMaxTries = 3
 
 // startDLTimer is hrtimer_start of p's dl_timer on the calling CPU (the
 // rq.StartDLTimer hook; start_dl_timer has checked it is not queued).
-func (m *Machine) startDLTimer(c *percpu.Ctx, p *task.Task, when int64) {
-	m.cpus[c.ID].armTimerKind(p, when, timerDL)
+func (m *Machine) startDLTimer(c *percpu.Ctx, p *task.Task, when int64) uint64 {
+	return m.cpus[c.ID].armTimerKind(p, when, timerDL)
 }
 
 // dlTaskTimer is dl_task_timer(): on the CPU whose timer fired, take
 // task_rq_lock(p); the rq part (rq.DLTimerFire) replenishes; a task put
 // back in the dl tree may be pushed away at once (__push_dl_task).
-func (m *Machine) dlTaskTimer(c *percpu.Ctx, p *task.Task) {
+func (m *Machine) dlTaskTimer(c *percpu.Ctx, p *task.Task, id uint64) {
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
-	if r.DLTimerFire(c, p) && r.NrDL() >= 2 {
+	if r.DLTimerFire(c, p, c.ID, id) && r.NrDL() >= 2 {
 		m.pushDLTasks(c, r)
 	}
 	r.Unlock(c)

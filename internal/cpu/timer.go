@@ -84,7 +84,7 @@ func (cp *CPU) fireTimers() {
 		cp.timers = cp.timers[1:]
 		cp.timerLock.Unlock(c.CPU)
 		if tm.kind == timerDL {
-			cp.m.dlTaskTimer(c, tm.p)
+			cp.m.dlTaskTimer(c, tm.p, tm.id)
 			continue
 		}
 		cp.m.tryToWakeUp(c, tm.p, task.WakeInterruptible)

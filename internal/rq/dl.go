@@ -182,8 +182,9 @@ func (r *RQ) startDLTimer(c *percpu.Ctx, p *task.Task) bool {
 	}
 	if !dl.TimerQueued {
 		dl.TimerQueued = true
+		dl.TimerCPU = c.ID
 		if r.StartDLTimer != nil {
-			r.StartDLTimer(c, p, act)
+			dl.TimerID = r.StartDLTimer(c, p, act)
 		}
 	}
 	return true
@@ -312,10 +313,15 @@ func (r *RQ) yieldTaskDL(c *percpu.Ctx, p *task.Task) {
 // or stale timer); a throttled p that is not queued only gets its budget
 // back (its wakeup will enqueue it); a queued one is replenished back
 // into the tree and may preempt. It returns true when p was put back in
-// the tree (the caller then tries __push_dl_task).
-func (r *RQ) DLTimerFire(c *percpu.Ctx, p *task.Task) bool {
+// the tree (the caller then tries __push_dl_task). cpu and id name the
+// timer that fired: one that is no longer p's armed timer (left behind
+// when p left SCHED_DEADLINE) does nothing.
+func (r *RQ) DLTimerFire(c *percpu.Ctx, p *task.Task, cpu int, id uint64) bool {
 	r.AssertHeld(c)
 	dl := &p.SE.DL
+	if !dl.TimerQueued || dl.TimerCPU != cpu || dl.TimerID != id {
+		return false
+	}
 	dl.TimerQueued = false
 	if !p.DLTask() || !dl.Throttled {
 		return false

@@ -18,8 +18,7 @@ func dlSetup(t *testing.T, now int64, a task.DLParams) (*percpu.Ctx, *RQ, *task.
 	c := &percpu.Ctx{CPU: spinlock.NewCPU(0), Stats: &stats.CPU{}, Trace: trace.NewLog(1, 64).Rings[0]}
 	c.Now = now
 	r := newRQ(0)
-	var timers []int64
-	r.StartDLTimer = func(_ *percpu.Ctx, _ *task.Task, when int64) { timers = append(timers, when) }
+	r.StartDLTimer = func(_ *percpu.Ctx, _ *task.Task, when int64) uint64 { return 7 }
 	p := task.New(1, "d", 4, 0)
 	p.SetDL(a)
 	r.Lock(c)
@@ -89,7 +88,10 @@ func TestDLThrottleAndReplenish(t *testing.T) {
 	}
 	c.Now = 10 * dlMS
 	r.SetDonor(c, r.Idle)
-	if !r.DLTimerFire(c, p) {
+	if r.DLTimerFire(c, p, 0, 6) || !p.SE.DL.Throttled {
+		t.Fatal("a timer that is not p's armed one replenished it")
+	}
+	if !r.DLTimerFire(c, p, 0, 7) {
 		t.Fatal("the timer did not put the queued task back")
 	}
 	if p.SE.DL.Throttled || !p.SE.DL.OnDLRQ || p.SE.DL.Runtime != 1*dlMS || p.SE.DL.Deadline != 20*dlMS || r.NrRunning() != 1 {

@@ -103,8 +103,9 @@ type RQ struct {
 	// tasks (dlo_count: candidates for DL pull). Shared; set before start.
 	DLO *atomic.Int32
 	// StartDLTimer arms p's dl_timer at virtual time when on the calling
-	// CPU (hrtimer_start); set by the cpu package before start.
-	StartDLTimer func(c *percpu.Ctx, p *task.Task, when int64)
+	// CPU (hrtimer_start) and returns the timer's id on that CPU's list;
+	// set by the cpu package before start.
+	StartDLTimer func(c *percpu.Ctx, p *task.Task, when int64) uint64
 	// Core is the core-scheduling state (core.go); its Leader is nil
 	// when core scheduling is off.
 	Core CoreState

@@ -178,8 +178,13 @@ type DLEntity struct {
 	// nr_running). A throttled task is queued (on_rq) but not here.
 	OnDLRQ bool
 	// TimerQueued is hrtimer_is_queued(&dl_timer): a replenishment timer
-	// is armed for this task.
+	// is armed for this task; TimerCPU and TimerID name it on its CPU's
+	// timer list (the kernel has one hrtimer per task, re-armed in place;
+	// the model's list entries are told apart by id, so that an entry
+	// left behind by a policy change is ignored when it fires).
 	TimerQueued bool
+	TimerCPU    int
+	TimerID     uint64
 	Yielded     bool // dl_yielded: sched_yield throttles until the next period
 }
 
