@@ -54,6 +54,7 @@ const (
 	InvForceIdleAcct     Invariant = 51 // forced-idle time charged to tasks == forced-idle CPU time (count x elapsed)
 	InvCoreTieMax        Invariant = 52 // a core pick never forces its untagged first max idle for a tagged task that does not strictly beat it
 	InvUseAfterFree      Invariant = 53 // no task struct is used after its last reference is dropped (get/put_task_struct)
+	InvDLBudget          Invariant = 54 // a SCHED_DEADLINE entity with no budget left (runtime <= 0) is throttled or replenished at its next update
 )
 
 var invNames = map[Invariant]string{
@@ -73,6 +74,7 @@ var invNames = map[Invariant]string{
 	InvOffline: "offline-cpu", InvMigrateDisabled: "migrate-disabled",
 	InvRQLockIdentity: "rq-lock-identity", InvForceIdleAcct: "forceidle-acct", InvCoreTieMax: "core-tie-max",
 	InvUseAfterFree: "use-after-free",
+	InvDLBudget:     "dl-budget",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

@@ -23,6 +23,7 @@ import (
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/topology"
 	"github.com/proxysim/proxysim/internal/trace"
@@ -205,6 +206,10 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		return h.state()
 	case "shards":
 		return h.shards()
+	case "setattr":
+		return h.setattr(t, d)
+	case "dl":
+		return h.dlState()
 	case "audit":
 		h.m.Audit()
 		return h.violations()
@@ -315,8 +320,11 @@ func (h *harness) task(t *testing.T, d *datadriven.TestData) string {
 			policy = task.FIFO
 		case "rr":
 			policy = task.RR
+		case "deadline":
+			policy = task.Deadline
 		}
 	}
+	dl := h.dlArgs(t, d)
 	prio = h.intArg(t, d, "prio", 0)
 	mask := task.MaskAll(h.m.NumCPUs())
 	if d.HasArg("cpus") {
@@ -330,12 +338,64 @@ func (h *harness) task(t *testing.T, d *datadriven.TestData) string {
 	on := h.intArg(t, d, "on", mask.Next(0))
 	cookie := uint64(h.intArg(t, d, "cookie", 0))
 	prog := h.program(t, d)
-	p, err := h.m.AddTask(TaskSpec{Name: name, Policy: policy, Prio: prio, Mask: mask, Prog: prog, CPU: on, Cookie: cookie, Seed: uint64(len(h.tasks) + 1)})
+	p, err := h.m.AddTask(TaskSpec{Name: name, Policy: policy, Prio: prio, DL: dl, Mask: mask, Prog: prog, CPU: on, Cookie: cookie, Seed: uint64(len(h.tasks) + 1)})
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Sprintf("error: %v\n", err)
 	}
 	h.tasks[name] = p
 	return h.events()
+}
+
+// dlArgs reads runtime=, deadline= and period= (durations; period
+// defaults to deadline) of a SCHED_DEADLINE task or setattr.
+func (h *harness) dlArgs(t *testing.T, d *datadriven.TestData) task.DLParams {
+	var a task.DLParams
+	for _, k := range []struct {
+		key string
+		dst *int64
+	}{{"runtime", &a.Runtime}, {"deadline", &a.Deadline}, {"period", &a.Period}} {
+		if !d.HasArg(k.key) {
+			continue
+		}
+		var s string
+		d.ScanArgs(t, k.key, &s)
+		x, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("%s: %v", d.Pos, err)
+		}
+		*k.dst = int64(x)
+	}
+	return a
+}
+
+// setattr task=X policy=P [prio=N] [runtime= deadline= period=] [from=N]:
+// sched_setattr from cpu N, through admission control.
+func (h *harness) setattr(t *testing.T, d *datadriven.TestData) string {
+	p := h.taskArg(t, d, "task")
+	from := h.intArg(t, d, "from", 0)
+	var s string
+	d.ScanArgs(t, "policy", &s)
+	pol := map[string]task.Policy{"normal": task.Normal, "fifo": task.FIFO, "rr": task.RR, "deadline": task.Deadline}[s]
+	h.m.setScheduler(h.m.cpus[from].c, p, pol, h.intArg(t, d, "prio", 0), h.dlArgs(t, d))
+	return h.events()
+}
+
+// dlState prints every SCHED_DEADLINE task's entity and the DL counters.
+func (h *harness) dlState() string {
+	var b strings.Builder
+	for _, p := range h.m.tasks[1:] {
+		if !p.DLTask() {
+			continue
+		}
+		dl := &p.SE.DL
+		fmt.Fprintf(&b, "%s cpu%d runtime=%v deadline=%v throttled=%v in-tree=%v timer=%v\n", p.Name, p.CPU(),
+			time.Duration(dl.Runtime), time.Duration(dl.Deadline), dl.Throttled, dl.OnDLRQ, dl.TimerQueued)
+	}
+	for _, k := range []stats.Counter{stats.DLThrottles, stats.DLReplenishments, stats.DLPushes, stats.DLPulls, stats.DLDonorPicks, stats.DLAdmissionFails} {
+		fmt.Fprintf(&b, "%s=%d ", stats.CounterNames[k], stats.Sum(h.m.Stats, k))
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // program parses one instruction per line.
@@ -529,6 +589,15 @@ func (h *harness) format(e trace.Event) string {
 		return fmt.Sprintf("%s %s cookie %d", pre, n(e.Task), e.A)
 	case trace.EvCoreFlip:
 		return fmt.Sprintf("%s core scheduling flipped %s", pre, map[bool]string{true: "on", false: "off"}[e.Task == 1])
+	case trace.EvDLThrottle:
+		return fmt.Sprintf("%s dl throttle %s (runtime %dus)", pre, n(e.Task), e.A)
+	case trace.EvDLReplenish:
+		return fmt.Sprintf("%s dl replenish %s (runtime %dus, deadline in %dus)", pre, n(e.Task), e.A, e.B)
+	case trace.EvDLAdmission:
+		if e.A == 1 {
+			return fmt.Sprintf("%s dl admission refuses %s (-EBUSY)", pre, n(e.Task))
+		}
+		return fmt.Sprintf("%s dl admission admits %s", pre, n(e.Task))
 	}
 	return fmt.Sprintf("%s %s %s", pre, e.Kind, n(e.Task))
 }

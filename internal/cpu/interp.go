@@ -590,7 +590,7 @@ func (cp *CPU) opSetPrio(p *task.Task, op *task.Op) {
 	t := cp.opTarget(p, op)
 	p.Exec.PC++
 	if t != nil {
-		m.setScheduler(c, t, op.Policy, op.Prio)
+		m.setScheduler(c, t, op.Policy, op.Prio, op.DL)
 	}
 }
 
@@ -694,6 +694,11 @@ func (cp *CPU) exit(p *task.Task) {
 	if pointed || p.Refs() > 1 {
 		cp.c.Inc(stats.ExitsWithRefs)
 	}
+	cp.rq.LockIrq(cp.c)
+	if p.DLTask() {
+		cp.m.dlb.Release(cp.c, p) // task_non_contending on TASK_DEAD, at once
+	}
+	cp.rq.UnlockIrq(cp.c)
 	cp.endRequest(p)
 	p.Stats.ExitAt = cp.c.Now
 	p.SetState(task.Dead)
@@ -758,9 +763,25 @@ func (m *Machine) sendSignal(c *percpu.Ctx, p *task.Task, fatal bool) bool {
 
 // setScheduler is __sched_setscheduler(): change p's policy and priority
 // under pi_lock and its rq lock, requeueing it if queued.
-func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, prio int) {
+//
+// A change into, within or out of SCHED_DEADLINE passes admission
+// control first (sched_dl_overflow under the rq lock): refused, nothing
+// changes and the call fails with -EBUSY.
+func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, prio int, dl task.DLParams) {
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
+	if p.State() != task.Dead && (policy.DL() || p.DLTask()) {
+		if !m.dlb.SchedDLOverflow(c, p, policy, dl) {
+			c.Inc(stats.DLAdmissionFails)
+			c.Emit(trace.EvDLAdmission, int32(p.ID), 1, 0, 0)
+			r.Unlock(c)
+			p.PiLock.Unlock(c.CPU)
+			return
+		}
+		if policy.DL() {
+			c.Emit(trace.EvDLAdmission, int32(p.ID), 0, 0, 0)
+		}
+	}
 	if p.State() != task.Dead {
 		if r.CPU == c.ID {
 			r.UpdateCurr(c)
@@ -769,9 +790,17 @@ func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, 
 		if queued {
 			r.Dequeue(c, p, rq.DequeueSave)
 		}
-		if policy == task.FIFO || policy == task.RR {
+		if p.DLTask() && !policy.DL() {
+			// __dl_clear_params, which the kernel runs at the 0-lag time
+			// (inactive_task_timer); the model has no inactive timer.
+			p.SE.DL = task.DLEntity{}
+		}
+		switch {
+		case policy == task.FIFO || policy == task.RR:
 			p.SetRT(policy, prio)
-		} else {
+		case policy.DL():
+			p.SetDL(dl)
+		default:
 			p.SetNice(prio)
 		}
 		if queued {

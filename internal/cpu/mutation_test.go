@@ -31,7 +31,7 @@ func newWorkloadMachine(t testing.TB, cfg Config, name string, ntasks int) *Mach
 		if c < 0 {
 			c = p.Mask.Next(0)
 		}
-		if _, err := m.AddTask(TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio, Mask: p.Mask, Prog: p.Prog, CPU: c, Seed: cfg.Seed + uint64(i)}); err != nil {
+		if _, err := m.AddTask(TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio, DL: p.DL, Mask: p.Mask, Prog: p.Prog, CPU: c, Seed: cfg.Seed + uint64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

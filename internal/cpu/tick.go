@@ -42,6 +42,7 @@ func (cp *CPU) tick() {
 	if c.Proxy {
 		cp.checkCurrDonor()
 	}
+	cp.checkDLBudget()
 	nr := r.NrRunning()
 	r.Unlock(c)
 	c.HardirqExit()

@@ -261,6 +261,7 @@ func (m *Machine) ttwuDoActivate(c *percpu.Ctx, r *rq.RQ, p *task.Task) {
 	r.ActivateTask(c, p, flags)
 	r.CheckPreemptCurr(c, p)
 	ttwuDoWakeup(c, p)
+	m.taskWokenDL(c, r, p)
 }
 
 // ttwuPending is sched_ttwu_pending(): activate everything on this CPU's
@@ -331,6 +332,9 @@ func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 	}
 	if mask.Has(prev) && m.cpuActive(prev) && m.rqs[prev].IsIdle() {
 		return prev
+	}
+	if p.DLTask() && mask.Has(prev) {
+		return m.selectTaskRQDL(c, p, prev)
 	}
 	rt := p.SE.Policy.RT()
 	prio := p.SE.Prio

@@ -6,3 +6,5 @@ package rq
 // tests do not exist: the hook is constant and inlines away.
 
 func mutantChargeCurr() bool { return false }
+
+func mutantDLNoThrottle() bool { return false }

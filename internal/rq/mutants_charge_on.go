@@ -19,6 +19,9 @@ func SetMutant(name string, on bool) bool {
 	case "charge-curr":
 		chargeCurr = on
 		return true
+	case "dl-no-throttle":
+		dlNoThrottle = on
+		return true
 	}
 	return false
 }
@@ -32,3 +35,9 @@ func init() {
 }
 
 func mutantChargeCurr() bool { return chargeCurr }
+
+// dlNoThrottle is a deliberate mistake for the DL budget invariant:
+// update_curr_dl charges the budget but never throttles.
+var dlNoThrottle bool
+
+func mutantDLNoThrottle() bool { return dlNoThrottle }

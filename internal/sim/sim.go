@@ -350,7 +350,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		if c < 0 {
 			c = p.Mask.Next(0)
 		}
-		if _, err := m.AddTask(cpu.TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio,
+		if _, err := m.AddTask(cpu.TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio, DL: p.DL,
 			Mask: p.Mask, Prog: p.Prog, CPU: c, Cookie: p.Cookie, Seed: o.Seed + uint64(i)*0x9e3779b97f4a7c15}); err != nil {
 			return nil, err
 		}

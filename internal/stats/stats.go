@@ -105,6 +105,12 @@ const (
 	WWBackoffs             // ww acquire contexts that backed off after -EDEADLK (released their locks)
 	WWAcquires             // ww_mutexes taken under an acquire context
 	ExitsWithRefs          // do_exit with references outstanding (a wake_q entry) or a proxy list pointing at the task
+	DLThrottles            // SCHED_DEADLINE: budgets exhausted (dl_throttled set)
+	DLReplenishments       // SCHED_DEADLINE: budgets refilled (replenish_dl_entity, a new period)
+	DLPushes               // SCHED_DEADLINE: tasks pushed to a later-deadline CPU (push_dl_task)
+	DLPulls                // SCHED_DEADLINE: tasks pulled from a DL-overloaded CPU (pull_dl_task)
+	DLDonorPicks           // SCHED_DEADLINE: picks where a DL donor runs another task (its mutex owner)
+	DLAdmissionFails       // SCHED_DEADLINE: sched_setattr refused by admission control (-EBUSY)
 	NumCounters
 )
 
@@ -131,6 +137,7 @@ var CounterNames = [NumCounters]string{
 	"core_flips", "core_lock_retries", "core_forceidle_ns", "core_forceidle_charged_ns",
 	"core_flip_repicks",
 	"ww_wounds", "ww_dies", "ww_edeadlk", "ww_backoffs", "ww_acquires", "exits_with_refs",
+	"dl_throttles", "dl_replenishments", "dl_pushes", "dl_pulls", "dl_donor_picks", "dl_admission_rejections",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

@@ -119,14 +119,15 @@ type Op struct {
 	// matching unlock (Program.Link sets it).
 	LockMode LockMode
 	EINTRPC  int
-	Target   int    // OpWake, OpSignal, OpKill, OpAffinity, OpSetPrio: task id (0: self)
-	Mask     Mask   // OpAffinity
-	Policy   Policy // OpSetPrio
-	Prio     int    // OpSetPrio: nice for Normal, rtprio for FIFO/RR
-	CPU      int    // OpCPUOffline, OpCPUOnline: the CPU
-	Jump     int    // OpLoop, OpChoose: target pc; OpWWLock: where a back-off goes on
-	Class    int    // OpWWInit: ww_class index
-	Count    int    // OpLoop: iterations (0: forever)
+	Target   int      // OpWake, OpSignal, OpKill, OpAffinity, OpSetPrio: task id (0: self)
+	Mask     Mask     // OpAffinity
+	Policy   Policy   // OpSetPrio
+	Prio     int      // OpSetPrio: nice for Normal, rtprio for FIFO/RR
+	DL       DLParams // OpSetPrio with Policy Deadline: sched_attr's runtime, deadline, period
+	CPU      int      // OpCPUOffline, OpCPUOnline: the CPU
+	Jump     int      // OpLoop, OpChoose: target pc; OpWWLock: where a back-off goes on
+	Class    int      // OpWWInit: ww_class index
+	Count    int      // OpLoop: iterations (0: forever)
 	Prob     float64
 }
 

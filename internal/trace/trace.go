@@ -53,6 +53,9 @@ const (
 	EvWWWound                    // Task=wounded owner, A=mutex, B=wounder
 	EvWWDie                      // Task=waiter woken to die, A=mutex, B=locker
 	EvWWBackoff                  // Task, A=mutex: a ww wait returned -EDEADLK (B=1: from the wait loop, 0: before queueing)
+	EvDLThrottle                 // Task (the DL entity charged), A=runtime left in us, B=1 if constrained-deadline throttle at activation
+	EvDLReplenish                // Task, A=new runtime in us, B=deadline - rq clock in us
+	EvDLAdmission                // Task, A=1 if refused (-EBUSY)
 	NumKinds
 )
 
@@ -61,7 +64,8 @@ var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
 	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end",
 	"srq_pop", "srq_recheck", "srq_drain", "hotplug", "migrate_disable", "core_flip",
-	"ww_wound", "ww_die", "ww_backoff"}
+	"ww_wound", "ww_die", "ww_backoff",
+	"dl_throttle", "dl_replenish", "dl_admission"}
 
 // Why a shared_runq pull failed its recheck under task_rq_lock
 // (EvSRQRecheck's A).

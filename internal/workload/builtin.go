@@ -44,6 +44,10 @@ func affinitySpread() Op          { return mk(task.Op{Kind: task.OpAffinity, Cou
 func setprio(pol task.Policy, prio int) Op {
 	return mk(task.Op{Kind: task.OpSetPrio, Policy: pol, Prio: prio})
 }
+func setDeadline(runtime, deadline, period int64) Op {
+	return mk(task.Op{Kind: task.OpSetPrio, Policy: task.Deadline, DL: task.DLParams{Runtime: runtime, Deadline: deadline, Period: period}})
+}
+
 func wake(group, offset int) Op {
 	o := mk(task.Op{Kind: task.OpWake})
 	o.TargetGroup, o.TargetIndex, o.TargetOffset = group, Self, offset
@@ -133,7 +137,8 @@ func mixed(cpus, ntasks int) *Scenario {
 	ntasks = atLeast(ntasks, 3)
 	nfair := atLeast(ntasks*55/100, 1)
 	nrt := atLeast(ntasks*15/100, 1)
-	npin := atLeast(ntasks-nfair-nrt, 1)
+	ndl := min(atLeast(ntasks*5/100, 1), 2*cpus) // at most 30% of the CPUs: admission control
+	npin := atLeast(ntasks-nfair-nrt-ndl, 1)
 	nm := atLeast(ntasks/6, 4)
 	return &Scenario{
 		Name:    "mixed",
@@ -178,6 +183,18 @@ func mixed(cpus, ntasks int) *Scenario {
 				/* 7 */ sleep(200*us, 2*ms),
 				/* 8 */ loop(1),
 			}},
+			// SCHED_DEADLINE: 300 us every 2 ms (15% of a CPU each, 5%
+			// of the tasks); an instance computes 50-400 us, so some
+			// overrun and are throttled, and the lock makes DL donors.
+			{Name: "dl", Count: ndl, Policy: task.Deadline, Slots: 1,
+				DL: task.DLParams{Runtime: 300 * us, Deadline: 2 * ms, Period: 2 * ms}, Program: []Op{
+					compute(50*us, 300*us),
+					lockSlot(0),
+					compute(5*us, 100*us),
+					unlockSlot(0),
+					sleep(1*ms, 3*ms),
+					loop(0),
+				}},
 		},
 	}
 }
@@ -222,7 +239,7 @@ func locktorture(cpus, ntasks int) *Scenario {
 
 // pi: the classic inversion. Each low fair task i takes mutex i on CPU i,
 // where an RT hog (medium, one pinned to every CPU) runs 50ms at a time
-// with 2ms gaps; high RT task i needs mutex i. With proxy execution off
+// with 2ms gaps; high RT task i and SCHED_DEADLINE task dl i need mutex i. With proxy execution off
 // the high task waits until a hog's gap lets the low task finish its
 // critical section (tens of ms); with it on, the low task runs on the
 // high task's scheduling context at once.
@@ -260,6 +277,18 @@ func pi(cpus, ntasks int) *Scenario {
 				sleep(1*ms, 2*ms),
 				loop(1),
 			}},
+			// The DL row: SCHED_DEADLINE task i (3 ms every 10 ms, which
+			// covers the owner's 2 ms section) needs mutex i too: a DL
+			// task blocked on the fair owner low i, beside high i.
+			{Name: "dl", Count: k, Policy: task.Deadline,
+				DL: task.DLParams{Runtime: 3 * ms, Deadline: 10 * ms, Period: 10 * ms}, Program: []Op{
+					sleep(2*ms, 3*ms),
+					lockOwn(),
+					compute(100*us, 100*us),
+					unlockOwn(),
+					sleep(4*ms, 6*ms),
+					loop(1),
+				}},
 		},
 	}
 }
@@ -318,6 +347,10 @@ func stress(cpus, ntasks int) *Scenario {
 	nw := atLeast(ntasks/2, 1)
 	nn := atLeast(ntasks/4, 1)
 	ns := atLeast(ntasks-nw-nn, 1)
+	// The deadline group comes on top of the others, which keep their
+	// sizes: taking it out of the sleepers thinned the sleeping-owner
+	// paths enough that late-activation-on-cpu went uncaught in 60 s.
+	nd := min(atLeast(ntasks/8, 1), 4*cpus) // at most 40% of the CPUs: admission control
 	nm := atLeast(ntasks/8, 4)
 	nww := atLeast(ntasks/16, 2)  // tasks per ww group
 	nwwm := atLeast(ntasks/32, 4) // ww_mutexes per class
@@ -374,6 +407,26 @@ func stress(cpus, ntasks int) *Scenario {
 			}},
 			{Name: "ww-wd", Count: nww, Policy: task.Normal, WWSet: 0, WWSlots: 3, Program: wwStress()},
 			{Name: "ww-wound", Count: nww, Policy: task.Normal, WWSet: 1, WWSlots: 3, Program: wwStress()},
+			// SCHED_DEADLINE donors: 100 us every 1 ms (10% of a CPU
+			// each, an eighth of the tasks), instances of 20-150 us so
+			// that budgets run out while proxying (throttled donors),
+			// nested locks, and a few switches to fair and back through
+			// admission control.
+			{Name: "deadline", Count: nd, Policy: task.Deadline, Slots: 2,
+				DL: task.DLParams{Runtime: 100 * us, Deadline: 1 * ms, Period: 1 * ms}, Program: []Op{
+					/* 0 */ compute(20*us, 150*us),
+					/* 1 */ lockSlot(0),
+					/* 2 */ choose(0.5, 5),
+					/* 3 */ lockSlot(1),
+					/* 4 */ unlockSlot(1),
+					/* 5 */ compute(2*us, 30*us),
+					/* 6 */ unlockSlot(0),
+					/* 7 */ sleep(50*us, 600*us),
+					/* 8 */ choose(0.97, 11),
+					/* 9 */ setprio(task.Normal, 0),
+					/* 10 */ setDeadline(100*us, 1*ms, 1*ms),
+					/* 11 */ loop(0),
+				}},
 		},
 	}
 }

@@ -53,9 +53,14 @@
 //   - name: required, unique. A group of count > 1 names its tasks NAME-0,
 //     NAME-1, ...
 //   - count: number of identical tasks, default 1.
-//   - policy: "normal" (default), "fifo" or "rr".
+//   - policy: "normal" (default), "fifo", "rr" or "deadline".
 //   - priority: the nice value (-20..19) for normal, the rt priority (1..99)
-//     for fifo and rr; default 0.
+//     for fifo and rr, 0 for deadline; default 0.
+//   - runtime, deadline, period: durations, the sched_attr of policy
+//     deadline (required but period, which defaults to deadline; runtime
+//     <= deadline <= period, period 100us..4.19s). The deadline groups'
+//     summed bandwidth (runtime/period) must fit 95% of the machine's CPUs
+//     (admission control): the scenario is refused otherwise.
 //   - cpus: the tasks' affinity as a cpulist ("0-3,8") or "all"; default all
 //     CPUs. It is checked against the machine size when the scenario is
 //     planned.
@@ -94,7 +99,10 @@
 //     run time) or "all": true. An optional target "group" with "index" or
 //     "offset", as for wake, applies it to another task; default: self.
 //   - {"setprio": {"policy": P, "priority": N}}: sched_setscheduler, with
-//     the same optional target as affinity.
+//     the same optional target as affinity. Policy "deadline" takes
+//     "runtime", "deadline" and "period" as a group does; at run time a
+//     change that admission control refuses fails (-EBUSY) and changes
+//     nothing.
 //   - {"loop": {"to": PC, "count": N}}: jump to PC; with a count, N times
 //     and then fall through (0 or absent: forever).
 //   - {"choose": {"p": X, "to": PC}}: jump to PC with probability X (0..1),
@@ -449,11 +457,63 @@ func (p *parser) policy(n *node, path string) (task.Policy, error) {
 		return task.FIFO, nil
 	case "rr":
 		return task.RR, nil
+	case "deadline":
+		return task.Deadline, nil
 	}
-	return 0, p.errf(n, path, "unknown policy %q (want normal, fifo or rr)", s)
+	return 0, p.errf(n, path, "unknown policy %q (want normal, fifo, rr or deadline)", s)
+}
+
+// dlParams reads a SCHED_DEADLINE sched_attr from the keys runtime,
+// deadline and period of f (durations; period defaults to deadline) and
+// checks it as __checkparam_dl does. For any other policy the keys must
+// be absent.
+func (p *parser) dlParams(n *node, f map[string]*member, path string, pol task.Policy) (task.DLParams, error) {
+	var a task.DLParams
+	if pol != task.Deadline {
+		for _, k := range []string{"runtime", "deadline", "period"} {
+			if m := f[k]; m != nil {
+				return a, p.errf(m.val, path+"."+k, "%q is for policy deadline only", k)
+			}
+		}
+		return a, nil
+	}
+	for _, k := range []struct {
+		name string
+		dst  *int64
+		req  bool
+	}{{"runtime", &a.Runtime, true}, {"deadline", &a.Deadline, true}, {"period", &a.Period, false}} {
+		m := f[k.name]
+		if m == nil {
+			if k.req {
+				return a, p.errf(n, path, "policy deadline needs key %q", k.name)
+			}
+			continue
+		}
+		lo, hi, err := p.duration(m.val, path+"."+k.name)
+		if err != nil {
+			return a, err
+		}
+		if hi != 0 {
+			return a, p.errf(m.val, path+"."+k.name, "a fixed duration, not a range")
+		}
+		*k.dst = lo
+	}
+	if why := task.CheckDLParams(a); why != "" {
+		return a, p.errf(n, path, "sched_setattr: %s (-EINVAL)", why)
+	}
+	if a.Period == 0 {
+		a.Period = a.Deadline
+	}
+	return a, nil
 }
 
 func (p *parser) checkPrio(n *node, path string, pol task.Policy, prio int) error {
+	if pol == task.Deadline {
+		if prio != 0 {
+			return p.errf(n, path, "priority %d for policy deadline (sched_priority must be 0)", prio)
+		}
+		return nil
+	}
 	if pol == task.Normal {
 		if prio < -20 || prio > 19 {
 			return p.errf(n, path, "nice %d out of range -20..19 for policy normal", prio)
@@ -629,7 +689,7 @@ func (p *parser) scenario(root *node) (*Scenario, error) {
 }
 
 func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) error {
-	f, err := p.fields(n, path, "name", "count", "policy", "priority", "cpus", "slots", "cookie", "ww", "ww_slots", "program")
+	f, err := p.fields(n, path, "name", "count", "policy", "priority", "runtime", "deadline", "period", "cpus", "slots", "cookie", "ww", "ww_slots", "program")
 	if err != nil {
 		return err
 	}
@@ -671,6 +731,9 @@ func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) 
 		}
 	}
 	if err := p.checkPrio(prioNode, path+".priority", g.Policy, g.Prio); err != nil {
+		return err
+	}
+	if g.DL, err = p.dlParams(n, f, path, g.Policy); err != nil {
 		return err
 	}
 	if m := f["cpus"]; m != nil {
@@ -866,7 +929,7 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 		return p.target(sc, f, path, op)
 
 	case task.OpSetPrio:
-		f, err := p.fields(v, path, "policy", "priority", "group", "index", "offset")
+		f, err := p.fields(v, path, "policy", "priority", "runtime", "deadline", "period", "group", "index", "offset")
 		if err != nil {
 			return err
 		}
@@ -884,6 +947,9 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 			}
 		}
 		if err := p.checkPrio(prioNode, path+".priority", op.Policy, op.Prio); err != nil {
+			return err
+		}
+		if op.DL, err = p.dlParams(v, f, path, op.Policy); err != nil {
 			return err
 		}
 		return p.target(sc, f, path, op)
@@ -1176,6 +1242,9 @@ func Encode(s *Scenario) ([]byte, error) {
 		fmt.Fprintf(&gb, "      \"count\": %d,\n", g.Count)
 		fmt.Fprintf(&gb, "      \"policy\": %q,\n", pol)
 		fmt.Fprintf(&gb, "      \"priority\": %d,\n", g.Prio)
+		if g.Policy == task.Deadline {
+			fmt.Fprintf(&gb, "      \"runtime\": %q,\n      \"deadline\": %q,\n      \"period\": %q,\n", fmtDuration(g.DL.Runtime), fmtDuration(g.DL.Deadline), fmtDuration(g.DL.Period))
+		}
 		if g.CPUs != "" {
 			fmt.Fprintf(&gb, "      \"cpus\": %s,\n", jstr(g.CPUs))
 		}
@@ -1264,10 +1333,10 @@ func jstr(s string) string {
 
 func policyName(p task.Policy) (string, error) {
 	switch p {
-	case task.Normal, task.FIFO, task.RR:
+	case task.Normal, task.FIFO, task.RR, task.Deadline:
 		return p.String(), nil
 	}
-	return "", fmt.Errorf("policy %d not representable (want normal, fifo or rr)", p)
+	return "", fmt.Errorf("policy %d not representable (want normal, fifo, rr or deadline)", p)
 }
 
 // fmtDuration writes ns so that time.ParseDuration gives it back exactly.
@@ -1345,7 +1414,11 @@ func encodeOp(s *Scenario, op Op) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		v = rawJSON(jobj(append([]kv{{"policy", pol}, {"priority", op.Prio}}, t...)...))
+		kvs := []kv{{"policy", pol}, {"priority", op.Prio}}
+		if op.Policy == task.Deadline {
+			kvs = append(kvs, kv{"runtime", fmtDuration(op.DL.Runtime)}, kv{"deadline", fmtDuration(op.DL.Deadline)}, kv{"period", fmtDuration(op.DL.Period)})
+		}
+		v = rawJSON(jobj(append(kvs, t...)...))
 	case task.OpLoop:
 		kvs := []kv{{"to", op.Jump}}
 		if op.Count != 0 {

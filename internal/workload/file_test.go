@@ -305,8 +305,16 @@ func TestParseErrors(t *testing.T) {
 			`groups[0].program[3].loop: missing key "to"`, 10},
 		{"bad probability", edit(`{"loop": {"to": 0}}`, `{"choose": {"p": 1.5, "to": 0}}`),
 			`groups[0].program[3].choose.p: probability 1.5 out of range 0..1`, 10},
-		{"bad policy", edit(`"fifo"`, `"deadline"`),
-			`groups[0].policy: unknown policy "deadline" (want normal, fifo or rr)`, 5},
+		{"bad policy", edit(`"fifo"`, `"sporadic"`),
+			`groups[0].policy: unknown policy "sporadic" (want normal, fifo, rr or deadline)`, 5},
+		{"deadline with a priority", edit(`"fifo"`, `"deadline", "runtime": "1ms", "deadline": "10ms"`),
+			`groups[0].priority: priority 10 for policy deadline (sched_priority must be 0)`, 5},
+		{"deadline without runtime", edit(`"policy": "fifo", "priority": 10`, `"policy": "deadline", "deadline": "10ms"`),
+			`groups[0]: policy deadline needs key "runtime"`, 5},
+		{"deadline runtime above deadline", edit(`"policy": "fifo", "priority": 10`, `"policy": "deadline", "runtime": "2ms", "deadline": "1ms"`),
+			`groups[0]: sched_setattr: deadline 1000000 ns below runtime 2000000 ns (-EINVAL)`, 5},
+		{"runtime for fifo", edit(`"priority": 10`, `"priority": 10, "runtime": "1ms"`),
+			`groups[0].runtime: "runtime" is for policy deadline only`, 5},
 		{"rt priority out of range", edit(`"priority": 10`, `"priority": 100`),
 			`groups[0].priority: rt priority 100 out of range 1..99`, 5},
 		{"rt priority missing", edit(`"priority": 10,`, ``),
@@ -547,6 +555,11 @@ func TestPlanErrorsNameFileAndLine(t *testing.T) {
   {"name": "h", "program": [
     {"lock": "b"},
     {"lock": "a"}, {"unlock": "a"}, {"unlock": "b"}]}]}`, 2, "lock order cycle a -> b -> a"},
+		{"dl-admission", `{"groups": [
+  {"name": "g", "program": [{"sleep": "1ms"}]},
+  {"name": "d", "count": 3, "policy": "deadline", "runtime": "7ms", "deadline": "10ms",
+   "program": [{"compute": "1ms"}, {"sleep": "9ms"}]}]}`, 2,
+			"x.json: line 3: groups[1]: group d: SCHED_DEADLINE admission control refuses task 2 (-EBUSY): the deadline tasks up to it reserve 2.1 CPUs, more than 95% of the machine's 2"},
 	}
 	for _, c := range cases {
 		s, err := Parse("x.json", []byte(c.text))

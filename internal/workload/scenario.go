@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/task"
 )
 
@@ -51,6 +52,8 @@ type Group struct {
 	Count  int
 	Policy task.Policy
 	Prio   int // nice for normal, rtprio for fifo/rr
+	// DL is the sched_attr of a SCHED_DEADLINE group (Policy Deadline).
+	DL task.DLParams
 	// CPUs is a cpulist ("0-3,8"), "all", or empty for all.
 	CPUs string
 	// Slots is how many distinct mutexes each task draws for its slot
@@ -134,6 +137,7 @@ type TaskPlan struct {
 	Group  int
 	Policy task.Policy
 	Prio   int
+	DL     task.DLParams
 	Mask   task.Mask
 	Prog   *task.Program
 	Cookie uint64
@@ -252,13 +256,40 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 			if g.Count > 1 {
 				name = fmt.Sprintf("%s-%d", g.Name, i)
 			}
-			out = append(out, TaskPlan{Name: name, Group: gi, Policy: g.Policy, Prio: g.Prio, Mask: mask, Prog: prog, Cookie: g.Cookie})
+			out = append(out, TaskPlan{Name: name, Group: gi, Policy: g.Policy, Prio: g.Prio, DL: g.DL, Mask: mask, Prog: prog, Cookie: g.Cookie})
 		}
 	}
 	if err := s.checkLocking(out); err != nil {
 		return nil, err
 	}
+	if err := s.checkDLBandwidth(ncpu); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// checkDLBandwidth is admission control for the scenario's SCHED_DEADLINE
+// groups (sched_dl_overflow at each task's sched_setattr): their summed
+// bandwidth must fit the root domain's, 95% of each of the ncpu CPUs.
+func (s *Scenario) checkDLBandwidth(ncpu int) error {
+	var total int64
+	for gi, g := range s.Groups {
+		if g.Policy != task.Deadline {
+			continue
+		}
+		period := g.DL.Period
+		if period == 0 {
+			period = g.DL.Deadline
+		}
+		bw := task.ToRatio(period, g.DL.Runtime)
+		for i := 0; i < g.Count; i++ {
+			if rq.DLOverflow(rq.DefaultDLBW, ncpu, total, 0, bw) {
+				return s.errAt(fmt.Sprintf("groups[%d]", gi), "group %s: SCHED_DEADLINE admission control refuses task %d (-EBUSY): the deadline tasks up to it reserve %.1f CPUs, more than 95%% of the machine's %d", g.Name, i, float64(total+bw)/float64(int64(1)<<task.BWShift), ncpu)
+			}
+			total += bw
+		}
+	}
+	return nil
 }
 
 // Check validates priorities and program shapes independent of CPUs.
@@ -273,12 +304,20 @@ func (s *Scenario) Check() error {
 			if g.Prio < 1 || g.Prio > 99 {
 				return fmt.Errorf("groups[%d] (%s).priority: rt priority %d out of range 1..99", i, g.Name, g.Prio)
 			}
+		case task.Deadline:
+			if why := task.CheckDLParams(g.DL); why != "" {
+				return fmt.Errorf("groups[%d] (%s): sched_setattr: %s", i, g.Name, why)
+			}
 		default:
 			return fmt.Errorf("groups[%d] (%s).policy: unknown policy", i, g.Name)
 		}
 		for k, op := range g.Program {
 			if op.Kind == task.OpSetPrio {
 				switch op.Policy {
+				case task.Deadline:
+					if why := task.CheckDLParams(op.DL); why != "" {
+						return fmt.Errorf("groups[%d].program[%d].setprio: %s", i, k, why)
+					}
 				case task.Normal:
 					if op.Prio < -20 || op.Prio > 19 {
 						return fmt.Errorf("groups[%d].program[%d].setprio: nice %d out of range", i, k, op.Prio)
