@@ -23,13 +23,19 @@ var findings = []struct {
 	{"early-activation", "205329377607709", "no-stranded-waiter", []string{"--optimistic-spin", "off"}},
 	{"proxy-keeps-donor", "115309719035642", "curr-donor", nil},
 	// F6 (SHARED_RUNQ): the fixed form runs the shared runqueue too.
-	{"srq-pulls-donor", "67", "no-stale-rq-ref", []string{"--sched-features", "SHARED_RUNQ"}},
+	// F6-F8 were shrunk before stress sent signals and spurious wake-ups
+	// by default: their reproducers switch those injectors off.
+	{"srq-pulls-donor", "67", "no-stale-rq-ref", append([]string{"--sched-features", "SHARED_RUNQ"}, quietInjectors...)},
 	// F7 and F8 need core scheduling switched off and on at run time.
-	{"core-flip-repick", "2", "rq-lock-identity", []string{"--core-sched", "--core-sched-toggle-interval", "2ms"}},
-	{"core-flip-stale-pick", "2", "single-run", []string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}},
+	{"core-flip-repick", "2", "rq-lock-identity", append([]string{"--core-sched", "--core-sched-toggle-interval", "2ms"}, quietInjectors...)},
+	{"core-flip-stale-pick", "2", "single-run", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
 	// F10 needs DELAY_DEQUEUE, the fair class's default.
 	{"return-delayed", "24", "one-queue", nil},
 }
+
+// quietInjectors switches off the stress injectors that are on by default
+// since issue 14 (signals, spurious wake-ups, interruptible locks).
+var quietInjectors = []string{"--signal-rate", "0", "--spurious-wake-rate", "0", "--lock-interruptible", "0"}
 
 func TestFindingsReproduce(t *testing.T) {
 	for _, f := range findings {

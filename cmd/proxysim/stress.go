@@ -57,6 +57,13 @@ func stressDefaults() sim.Options {
 	// One critical section in ten runs migrate-disabled: migrate-disabled
 	// donors and owners for the proxy paths (set_task_cpu's exemption).
 	o.MigrateDisable = 0.1
+	// Issue 14's paths on by default: signals (none fatal) to random
+	// tasks and mutex waiters, a tenth of the lock instructions
+	// interruptible or killable (ww: interruptible), spurious wake-ups
+	// of mutex waiters.
+	o.SignalRate = 100
+	o.SpuriousWakeRate = 100
+	o.InterruptibleLocks = 0.1
 	return o
 }
 

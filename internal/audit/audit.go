@@ -76,6 +76,27 @@ func (a *auditor) queues() {
 		}
 		a.eevdfLag(cpu, r)
 		for _, p := range ts {
+			// Invariant 46: a DL entity in the dl tree has not overrun
+			// its budget (update_curr_dl throttles it at runtime <= 0;
+			// the revised CBS wakeup rule may enqueue one with exactly
+			// 0 left, which its first update throttles). The tick checks
+			// the donor's "<= 0" right after its update.
+			if p.SE.Policy.DL() && p.SE.DL.OnDLRQ && p.SE.DL.Runtime < 0 {
+				a.fail(check.InvDLBudget, cpu, p, "%v is in cpu%d's dl tree with runtime %d ns: it ran past its budget unthrottled", p, cpu, p.SE.DL.Runtime)
+			}
+		}
+		// Throttled DL tasks are queued (on_rq) but off the dl tree and
+		// not in nr_running: they count for the one-queue checks only.
+		for _, p := range r.ThrottledDL() {
+			if prev, dup := a.where[p]; dup {
+				a.fail(check.InvOneQueue, cpu, p, "%v queued on cpu%d and cpu%d", p, prev, cpu)
+			}
+			a.where[p] = cpu
+			if p.OnRQ() != task.OnRQQueued || p.CPU() != cpu || p.SE.QueueCPU != cpu || !p.SE.DL.Throttled || p.SE.DL.OnDLRQ {
+				a.fail(check.InvOneQueue, cpu, p, "%v on cpu%d's throttled DL list with on_rq=%d task_cpu=%d throttled=%v in-tree=%v", p, cpu, p.OnRQ(), p.CPU(), p.SE.DL.Throttled, p.SE.DL.OnDLRQ)
+			}
+		}
+		for _, p := range ts {
 			if prev, dup := a.where[p]; dup {
 				a.fail(check.InvOneQueue, cpu, p, "%v queued on cpu%d and cpu%d", p, prev, cpu)
 			}
@@ -134,7 +155,7 @@ func allDelayed(ts []*task.Task) bool {
 	return true
 }
 
-// eevdfLag is invariant 53: on every runqueue the weighted lags of the
+// eevdfLag is invariant 55: on every runqueue the weighted lags of the
 // queued fair entities (curr and delayed ones included) sum to zero, V
 // being avg_vruntime from the incrementally kept avg_vruntime/avg_load;
 // rounding V down leaves the sum in (-W, 0].

@@ -53,7 +53,9 @@ const (
 	InvRQLockIdentity    Invariant = 50 // the lock a CPU holds for an rq is rq_lockp(rq); siblings agree on it
 	InvForceIdleAcct     Invariant = 51 // forced-idle time charged to tasks == forced-idle CPU time (count x elapsed)
 	InvCoreTieMax        Invariant = 52 // a core pick never forces its untagged first max idle for a tagged task that does not strictly beat it
-	InvEEVDFLag          Invariant = 53 // EEVDF: the weighted lags of a runqueue's fair entities sum to zero
+	InvUseAfterFree      Invariant = 53 // no task struct is used after its last reference is dropped (get/put_task_struct)
+	InvDLBudget          Invariant = 54 // a SCHED_DEADLINE entity with no budget left (runtime <= 0) is throttled or replenished at its next update
+	InvEEVDFLag          Invariant = 55 // EEVDF: the weighted lags of a runqueue's fair entities sum to zero
 )
 
 var invNames = map[Invariant]string{
@@ -72,7 +74,9 @@ var invNames = map[Invariant]string{
 	InvIRQLockUsage: "irq-lock-usage", InvIRQLockOrder: "irq-lock-order",
 	InvOffline: "offline-cpu", InvMigrateDisabled: "migrate-disabled",
 	InvRQLockIdentity: "rq-lock-identity", InvForceIdleAcct: "forceidle-acct", InvCoreTieMax: "core-tie-max",
-	InvEEVDFLag: "eevdf-lag",
+	InvUseAfterFree: "use-after-free",
+	InvDLBudget:     "dl-budget",
+	InvEEVDFLag:     "eevdf-lag",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

@@ -33,6 +33,11 @@ func (cp *CPU) schedule(preempt bool) {
 		}
 	}
 	keepResched := false
+	// balance_dl: the donor being put was a DL task that left the dl
+	// tree (slept or throttled). Read now, under the lock, while it is
+	// still ours (on_cpu if it is prev, queued here if it is a donor).
+	prevDonor := r.Donor(c)
+	needPullDL := prevDonor.DLTask() && !prevDonor.SE.DL.OnDLRQ
 	var next *task.Task
 	// The kernel's pick_again loop is unbounded. The model calls it a
 	// livelock when it re-picks more often than the runqueue could drain:
@@ -65,6 +70,7 @@ func (cp *CPU) schedule(preempt bool) {
 			}
 		}
 		cp.queueRTBalance(prev, next)
+		cp.queueDLBalance(needPullDL, next)
 		if c.Proxy && next != r.Idle && next.IsBlocked() {
 			var n *task.Task
 			if !mutantFPTRetry() {
@@ -109,6 +115,9 @@ func (cp *CPU) schedule(preempt bool) {
 			}
 			if n != next && n.MigrationDisabled > 0 {
 				c.Inc(stats.MigrateDisabledProxy) // a migrate-disabled owner runs as a proxy
+			}
+			if d := r.Donor(c); n != d && d.DLTask() {
+				c.Inc(stats.DLDonorPicks) // a DL budget pays for its owner
 			}
 			next = n
 		}
@@ -163,7 +172,16 @@ func (cp *CPU) switchTo(prev, next *task.Task) {
 	r.UpdateClock(c)
 	if prev != r.Idle {
 		prev.SE.Runnable = c.Now // waits again from now, if still queued
+		dead := prev.State() == task.Dead && !prev.Exec.Reaped
+		if dead {
+			prev.Exec.Reaped = true
+		}
 		prev.SetOnCPU(false)
+		if dead {
+			// finish_task_switch: a dead prev drops its own reference
+			// (put_task_struct_rcu_user; the RCU delay is not modelled).
+			prev.PutTaskStruct()
+		}
 	}
 }
 

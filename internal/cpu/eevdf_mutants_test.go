@@ -14,7 +14,7 @@ import (
 // TestMutantChildDelayedOutOfAvg runs only as the child of
 // TestEEVDFLagCatchesDelayedOutOfAvg: a delayed entity taken out of
 // avg_vruntime while it stays queued (the kernel keeps it in) unbalances
-// the runqueue's lags, which the audit reports as invariant 53.
+// the runqueue's lags, which the audit reports as invariant 55.
 func TestMutantChildDelayedOutOfAvg(t *testing.T) {
 	childOnly(t)
 	st, err := conductor.ParseStrategy("random")

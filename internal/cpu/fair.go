@@ -21,6 +21,9 @@ func (cp *CPU) movable(src *rq.RQ, t *task.Task, dst int) bool {
 	if t == src.Curr() || t == src.Donor(c) || t.OnCPU() || !t.Queued() || t.MigrationReady {
 		return false
 	}
+	if t.DLTask() {
+		return false // DL tasks move by push and pull only (load_balance detaches CFS tasks)
+	}
 	if !t.AllowedOn(dst) || !cp.m.cpuActive(dst) {
 		return false
 	}

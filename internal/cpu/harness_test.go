@@ -23,6 +23,7 @@ import (
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/topology"
 	"github.com/proxysim/proxysim/internal/trace"
@@ -36,9 +37,11 @@ type harness struct {
 	t       *testing.T
 	m       *Machine
 	mutexes map[string]int
-	tasks   map[string]*task.Task
-	lastSeq uint64
-	nviol   int
+	// wwClasses maps ww_class names to the machine's class indices.
+	wwClasses map[string]int
+	tasks     map[string]*task.Task
+	lastSeq   uint64
+	nviol     int
 	// intr is the armed interrupt, if any; nested is true while it runs;
 	// out holds the output of a command so far when an interrupt fired.
 	intr   *interrupt
@@ -75,6 +78,26 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 	case "mutex":
 		for _, a := range d.CmdArgs {
 			h.mutexes[a.Key] = h.m.AddMutex(a.Key).ID()
+		}
+		return ""
+	case "ww_class":
+		// ww_class name=X wait-die|wound-wait
+		var name string
+		d.ScanArgs(t, "name", &name)
+		h.wwClasses[name] = h.m.AddWWClass(name, d.HasArg("wait-die"))
+		return ""
+	case "ww_mutex":
+		// ww_mutex class=X a b ...
+		var class string
+		d.ScanArgs(t, "class", &class)
+		k, ok := h.wwClasses[class]
+		if !ok {
+			t.Fatalf("%s: unknown ww_class %q", d.Pos, class)
+		}
+		for _, a := range d.CmdArgs {
+			if a.Key != "class" {
+				h.mutexes[a.Key] = h.m.AddWWMutex(a.Key, k).ID()
+			}
 		}
 		return ""
 	case "task":
@@ -183,6 +206,10 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		return h.state()
 	case "shards":
 		return h.shards()
+	case "setattr":
+		return h.setattr(t, d)
+	case "dl":
+		return h.dlState()
 	case "audit":
 		h.m.Audit()
 		return h.violations()
@@ -263,6 +290,7 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 		t.Fatal(err)
 	}
 	h.m, h.mutexes, h.tasks, h.lastSeq, h.nviol = m, map[string]int{}, map[string]*task.Task{}, 0, 0
+	h.wwClasses = map[string]int{}
 	h.intr = nil
 	return ""
 }
@@ -298,8 +326,11 @@ func (h *harness) task(t *testing.T, d *datadriven.TestData) string {
 			policy = task.FIFO
 		case "rr":
 			policy = task.RR
+		case "deadline":
+			policy = task.Deadline
 		}
 	}
+	dl := h.dlArgs(t, d)
 	prio = h.intArg(t, d, "prio", 0)
 	mask := task.MaskAll(h.m.NumCPUs())
 	if d.HasArg("cpus") {
@@ -313,12 +344,64 @@ func (h *harness) task(t *testing.T, d *datadriven.TestData) string {
 	on := h.intArg(t, d, "on", mask.Next(0))
 	cookie := uint64(h.intArg(t, d, "cookie", 0))
 	prog := h.program(t, d)
-	p, err := h.m.AddTask(TaskSpec{Name: name, Policy: policy, Prio: prio, Mask: mask, Prog: prog, CPU: on, Cookie: cookie, Seed: uint64(len(h.tasks) + 1)})
+	p, err := h.m.AddTask(TaskSpec{Name: name, Policy: policy, Prio: prio, DL: dl, Mask: mask, Prog: prog, CPU: on, Cookie: cookie, Seed: uint64(len(h.tasks) + 1)})
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Sprintf("error: %v\n", err)
 	}
 	h.tasks[name] = p
 	return h.events()
+}
+
+// dlArgs reads runtime=, deadline= and period= (durations; period
+// defaults to deadline) of a SCHED_DEADLINE task or setattr.
+func (h *harness) dlArgs(t *testing.T, d *datadriven.TestData) task.DLParams {
+	var a task.DLParams
+	for _, k := range []struct {
+		key string
+		dst *int64
+	}{{"runtime", &a.Runtime}, {"deadline", &a.Deadline}, {"period", &a.Period}} {
+		if !d.HasArg(k.key) {
+			continue
+		}
+		var s string
+		d.ScanArgs(t, k.key, &s)
+		x, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("%s: %v", d.Pos, err)
+		}
+		*k.dst = int64(x)
+	}
+	return a
+}
+
+// setattr task=X policy=P [prio=N] [runtime= deadline= period=] [from=N]:
+// sched_setattr from cpu N, through admission control.
+func (h *harness) setattr(t *testing.T, d *datadriven.TestData) string {
+	p := h.taskArg(t, d, "task")
+	from := h.intArg(t, d, "from", 0)
+	var s string
+	d.ScanArgs(t, "policy", &s)
+	pol := map[string]task.Policy{"normal": task.Normal, "fifo": task.FIFO, "rr": task.RR, "deadline": task.Deadline}[s]
+	h.m.setScheduler(h.m.cpus[from].c, p, pol, h.intArg(t, d, "prio", 0), h.dlArgs(t, d))
+	return h.events()
+}
+
+// dlState prints every SCHED_DEADLINE task's entity and the DL counters.
+func (h *harness) dlState() string {
+	var b strings.Builder
+	for _, p := range h.m.tasks[1:] {
+		if !p.DLTask() {
+			continue
+		}
+		dl := &p.SE.DL
+		fmt.Fprintf(&b, "%s cpu%d runtime=%v deadline=%v throttled=%v in-tree=%v timer=%v\n", p.Name, p.CPU(),
+			time.Duration(dl.Runtime), time.Duration(dl.Deadline), dl.Throttled, dl.OnDLRQ, dl.TimerQueued)
+	}
+	for _, k := range []stats.Counter{stats.DLThrottles, stats.DLReplenishments, stats.DLPushes, stats.DLPulls, stats.DLDonorPicks, stats.DLAdmissionFails} {
+		fmt.Fprintf(&b, "%s=%d ", stats.CounterNames[k], stats.Sum(h.m.Stats, k))
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // program parses one instruction per line.
@@ -344,8 +427,16 @@ func (h *harness) program(t *testing.T, d *datadriven.TestData) *task.Program {
 		switch k {
 		case task.OpCompute, task.OpSleep:
 			op.Min = dur(f[1])
-		case task.OpLock, task.OpUnlock:
+		case task.OpLock, task.OpUnlock, task.OpWWUnlock:
 			op.Mutex = h.mutexes[f[1]]
+		case task.OpWWLock:
+			// ww_lock M [retry-pc]: the back-off goes on at retry-pc (0)
+			op.Mutex = h.mutexes[f[1]]
+			if len(f) > 2 {
+				op.Jump, _ = strconv.Atoi(f[2])
+			}
+		case task.OpWWInit:
+			op.Class = h.wwClasses[f[1]]
 		case task.OpWake, task.OpSignal, task.OpKill:
 			op.Target = h.tasks[f[1]].ID
 		case task.OpLoop:
@@ -487,6 +578,12 @@ func (h *harness) format(e trace.Event) string {
 	case trace.EvSpinEnd:
 		how := [...]string{"took it", "owner not on a CPU", "need_resched"}[e.B]
 		return fmt.Sprintf("%s %s stops spinning on %s after %d turns: %s", pre, n(e.Task), h.mutexName(e.A), e.C, how)
+	case trace.EvWWWound:
+		return fmt.Sprintf("%s %s wounds %s (holder of %s)", pre, n(e.B), n(e.Task), h.mutexName(e.A))
+	case trace.EvWWDie:
+		return fmt.Sprintf("%s %s makes %s die (waiter for %s)", pre, n(e.B), n(e.Task), h.mutexName(e.A))
+	case trace.EvWWBackoff:
+		return fmt.Sprintf("%s %s gets -EDEADLK on %s", pre, n(e.Task), h.mutexName(e.A))
 	case trace.EvSpuriousWake:
 		return fmt.Sprintf("%s spurious wake of %s waiting for %s (woken=%v)", pre, n(e.Task), h.mutexName(e.A), e.B == 1)
 	case trace.EvHotplug:
@@ -509,6 +606,15 @@ func (h *harness) format(e trace.Event) string {
 		return fmt.Sprintf("%s %s cookie %d", pre, n(e.Task), e.A)
 	case trace.EvCoreFlip:
 		return fmt.Sprintf("%s core scheduling flipped %s", pre, map[bool]string{true: "on", false: "off"}[e.Task == 1])
+	case trace.EvDLThrottle:
+		return fmt.Sprintf("%s dl throttle %s (runtime %dus)", pre, n(e.Task), e.A)
+	case trace.EvDLReplenish:
+		return fmt.Sprintf("%s dl replenish %s (runtime %dus, deadline in %dus)", pre, n(e.Task), e.A, e.B)
+	case trace.EvDLAdmission:
+		if e.A == 1 {
+			return fmt.Sprintf("%s dl admission refuses %s (-EBUSY)", pre, n(e.Task))
+		}
+		return fmt.Sprintf("%s dl admission admits %s", pre, n(e.Task))
 	}
 	return fmt.Sprintf("%s %s %s", pre, e.Kind, n(e.Task))
 }
@@ -645,20 +751,32 @@ func (h *harness) shards() string {
 // its two rq locks, an unlock before its wake_up_q) exact. The nested CPU
 // must not need a lock the paused one holds, nor wait for it: either fails
 // the test. A command that does not fire an armed interrupt fails too.
+//
+// With `signal` instead of run=M (when=blocking: X is current on CPU N in
+// a sleep state, past its last check, on its way into schedule()), the
+// pause queues a signal to X without waking it: a sender that set
+// TIF_SIGPENDING and whose wake-up waits in ttwu for the rq lock that
+// CPU N's __schedule is about to take.
 type interrupt struct {
 	cpu, run, steps int
 	p               *task.Task
 	when            string
 	// next is armed once this one has fired (consecutive interrupt
 	// commands chain: the second fires later in the same command).
-	next *interrupt
+	next   *interrupt
+	signal bool
 }
 
 func (h *harness) armInterrupt(t *testing.T, d *datadriven.TestData) string {
 	in := &interrupt{cpu: h.intArg(t, d, "cpu", 0), run: h.intArg(t, d, "run", 0), steps: h.intArg(t, d, "steps", 1), p: h.taskArg(t, d, "task")}
 	d.ScanArgs(t, "when", &in.when)
-	if in.when != "migrating" && in.when != "waking" && in.when != "unlocking" && in.when != "popped" {
-		t.Fatalf("%s: interrupt when=%q: want migrating, waking, unlocking or popped", d.Pos, in.when)
+	in.signal = d.HasArg("signal")
+	if in.when != "migrating" && in.when != "waking" && in.when != "unlocking" && in.when != "popped" && in.when != "blocking" {
+		t.Fatalf("%s: interrupt when=%q: want migrating, waking, unlocking, popped or blocking", d.Pos, in.when)
+	}
+	if in.signal {
+		h.intr = in
+		return ""
 	}
 	if in.cpu == in.run || in.run < 0 || in.run >= h.m.NumCPUs() {
 		t.Fatalf("%s: interrupt run=%d: want another CPU of the machine", d.Pos, in.run)
@@ -698,6 +816,14 @@ func (k harnessHooks) Yield(c *spinlock.CPU, pt spinlock.Point) {
 	if held == "" {
 		held = "no lock"
 	}
+	if in.signal {
+		in.p.SigLock.Lock(c)
+		in.p.QueueSignal(c, false)
+		in.p.SigLock.Unlock(c)
+		fmt.Fprintf(&h.out, "-- cpu%d paused (%s %s, holding %s): a signal to %s is queued; its wake-up waits for cpu%d's rq lock\n", in.cpu, in.p.Name, in.when, held, in.p.Name, in.cpu)
+		fmt.Fprintf(&h.out, "-- cpu%d resumes\n", in.cpu)
+		return
+	}
 	fmt.Fprintf(&h.out, "-- cpu%d paused (%s %s, holding %s): cpu%d runs\n", in.cpu, in.p.Name, in.when, held, in.run)
 	h.nested, h.paused = true, in.cpu
 	cp := h.m.cpus[in.run]
@@ -734,6 +860,9 @@ func (h *harness) interruptDue(c *spinlock.CPU, in *interrupt) bool {
 		// a shared_runq pull has popped X and dropped its rq lock, not
 		// yet in task_rq_lock(X)
 		return h.m.cpus[in.cpu].srqPopped == in.p
+	case "blocking":
+		st := in.p.State()
+		return st != task.Running && st != task.Dead && h.m.cpus[in.cpu].rq.Curr() == in.p
 	case "unlocking":
 		// inside mutex_unlock's slow path, before wait_lock: the program
 		// has let go of a mutex whose owner word still names the task

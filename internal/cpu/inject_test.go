@@ -57,9 +57,7 @@ func TestSignalAndSpuriousWakeInjectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range sc.Mutexes {
-		m.AddMutex(n)
-	}
+	addScenarioMutexes(m, sc)
 	plans, err := sc.Plan(cfg.CPUs, cfg.Seed)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +75,7 @@ func TestSignalAndSpuriousWakeInjectors(t *testing.T) {
 		if c < 0 {
 			c = p.Mask.Next(0)
 		}
-		if _, err := m.AddTask(TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio, Mask: p.Mask, Prog: p.Prog, CPU: c, Seed: cfg.Seed + uint64(i)}); err != nil {
+		if _, err := m.AddTask(TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio, DL: p.DL, Mask: p.Mask, Prog: p.Prog, CPU: c, Seed: cfg.Seed + uint64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

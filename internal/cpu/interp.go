@@ -76,6 +76,11 @@ var ops = [...]func(cp *CPU, p *task.Task, op *task.Op){
 	task.OpMigrateEnable:  (*CPU).opMigrateEnable,
 	task.OpCPUOffline:     (*CPU).opCPUHotplug,
 	task.OpCPUOnline:      (*CPU).opCPUHotplug,
+	task.OpWWInit:         (*CPU).opWWInit,
+	task.OpWWLock:         (*CPU).opLock,
+	task.OpWWLockSlow:     (*CPU).opLock,
+	task.OpWWUnlock:       (*CPU).opUnlock,
+	task.OpWWFini:         (*CPU).opWWFini,
 }
 
 // opCompute runs compute for at most the budget to the next tick, timer or epoch end.
@@ -126,93 +131,212 @@ const (
 // tests need_resched itself).
 func spinning(p *task.Task) bool {
 	ex := &p.Exec
-	if ex.Prog == nil || ex.PC >= len(ex.Prog.Ops) || ex.Prog.Ops[ex.PC].Kind != task.OpLock {
+	if ex.Prog == nil || ex.PC >= len(ex.Prog.Ops) || !isLock(ex.Prog.Ops[ex.PC].Kind) {
 		return false
 	}
 	return ex.Phase == lockSpin || ex.Phase == lockWaiterSpin
 }
 
-// opLock is mutex_lock() (or _interruptible, _killable: op.LockMode):
+func isLock(k task.OpKind) bool {
+	return k == task.OpLock || k == task.OpWWLock || k == task.OpWWLockSlow
+}
+
+// lockTarget is the mutex a lock instruction takes: its operand, or for
+// ww_lock_slow the contended lock of the context's back-off (-1: none).
+func lockTarget(p *task.Task, op *task.Op) int {
+	if op.Kind != task.OpWWLockSlow {
+		return op.Mutex
+	}
+	if p.Exec.WW == nil {
+		return -1
+	}
+	return p.Exec.WW.Contended
+}
+
+// opLock is mutex_lock() (or _interruptible, _killable: op.LockMode), and
+// ww_mutex_lock() / ww_mutex_lock_slow() with the task's acquire context:
 // the fast path; then __mutex_lock_common: a lockless trylock and the
 // optimistic spin on a running owner (on by default, as in the kernel),
 // else the slow path and schedule(), resumed after each wake-up, the first
 // waiter spinning on the owner too. A wait ended by a signal (-EINTR)
 // skips the critical section it did not get: the program goes on after
-// the matching unlock (EINTRPC).
+// the matching unlock (EINTRPC). A ww wait ended by -EDEADLK (or -EINTR)
+// backs off (opWWBackoff).
 func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
-	mx := m.mutexes[op.Mutex]
+	id := lockTarget(p, op)
+	if id < 0 {
+		ex.PC++ // ww_lock_slow with no contended lock pending
+		return
+	}
+	mx := m.mutexes[id]
 	st := op.LockMode.SleepState()
 	spin := !m.cfg.NoOptimisticSpin
+	var ctx *task.WWCtx
+	if op.Kind != task.OpLock {
+		ctx = ex.WW
+		if mx.WW() == nil {
+			m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v: %s of %v, which is not a ww_mutex", p, op.Name(), mx))
+			ex.PC++
+			return
+		}
+	}
 	var res mutex.LockResult
 	switch ex.Phase {
 	case lockStart:
+		if ctx != nil && mx.Ctx() == ctx {
+			// -EALREADY (__mutex_lock_common, after the fast path, which
+			// fails on a lock we own): taken under this context already
+			// (by the back-off's ww_mutex_lock_slow): go on.
+			ex.PC++
+			return
+		}
 		for _, h := range ex.Held {
-			if h == op.Mutex {
+			if h == id {
 				m.Report(c, check.InvMutexMisuse, p, fmt.Sprintf("%v locks %v, which it already holds: self-deadlock", p, mx))
 				ex.PC++
 				return
 			}
 		}
+		if mx.TryLockFast(c, p) {
+			cp.wwFastpath(p, mx, ctx)
+			cp.lockResult(p, op, mx, st, ctx, mutex.LockAcquired)
+			return
+		}
+		if ctx != nil && ctx.Acquired == 0 {
+			// "Reset the wounded flag after a kill." (M, at the top of
+			// __mutex_lock_common: the fast path above skips it)
+			ctx.SetWounded(false)
+		}
 		switch {
-		case mx.TryLockFast(c, p):
-			res = mutex.LockAcquired
 		case spin && mx.TryLock(c, p):
 			res = mutex.LockAcquired
+			cp.wwFastpath(p, mx, ctx)
 		case spin && mx.CanSpinOnOwner(cp.rq.NeedResched()):
 			c.Inc(stats.MutexSpins)
 			ex.Phase = lockSpin
 			ex.SpinTurns = 0
-			c.Emit(trace.EvSpin, int32(p.ID), int32(op.Mutex), 0, 0)
-			cp.spinStep(p, op, mx, st)
+			c.Emit(trace.EvSpin, int32(p.ID), int32(id), 0, 0)
+			cp.spinStep(p, op, mx, st, ctx)
 			return
 		default:
-			res = mx.LockSlowStart(c, p, st)
+			res = mx.LockSlowStart(c, p, st, ctx, &cp.wq)
 		}
 	case lockSpin, lockWaiterSpin:
-		cp.spinStep(p, op, mx, st)
+		cp.spinStep(p, op, mx, st, ctx)
 		return
 	case lockSpinResched:
-		res = mx.LockSlowStart(c, p, st)
+		res = mx.LockSlowStart(c, p, st, ctx, &cp.wq)
 	case lockWaiterSpunR:
-		res = mx.SpinEnd(c, p, st, false)
+		res = mx.SpinEnd(c, p, st, false, ctx, &cp.wq)
 	default:
-		res = mx.LockSlowResume(c, p, st, spin)
+		res = mx.LockSlowResume(c, p, st, spin, ctx, &cp.wq)
 	}
-	cp.lockResult(p, op, mx, st, res)
+	cp.lockResult(p, op, mx, st, ctx, res)
 }
 
-// lockResult moves the lock instruction on after the slow path's res.
-func (cp *CPU) lockResult(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.State, res mutex.LockResult) {
+// wwFastpath is ww_mutex_set_context_fastpath() after a lock taken
+// without wait_lock under a context; its wake-ups are issued by lockResult.
+func (cp *CPU) wwFastpath(p *task.Task, mx *mutex.Mutex, ctx *task.WWCtx) {
+	if ctx != nil {
+		mx.SetContextFastpath(cp.c, p, ctx, &cp.wq)
+	}
+}
+
+// lockResult moves the lock instruction on after the slow path's res,
+// once the wake-ups the ww paths queued are issued
+// (raw_spin_unlock_irqrestore_wake: before any schedule()).
+func (cp *CPU) lockResult(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.State, ctx *task.WWCtx, res mutex.LockResult) {
 	ex := &p.Exec
+	cp.wakeUpQ()
 	switch res {
 	case mutex.LockAcquired:
 		ex.Phase = lockStart
-		ex.Held = append(ex.Held, op.Mutex)
+		ex.Held = append(ex.Held, mx.ID())
+		if ctx != nil {
+			cp.c.Inc(stats.WWAcquires)
+		}
 		ex.PC++
 	case mutex.LockEINTR:
 		ex.Phase = lockStart
+		if op.Kind != task.OpLock {
+			cp.opWWBackoff(p, op, -1)
+			return
+		}
 		ex.PC = op.EINTRPC
+	case mutex.LockEDEADLK:
+		ex.Phase = lockStart
+		cp.opWWBackoff(p, op, mx.ID())
 	case mutex.LockSpin:
 		ex.Phase = lockWaiterSpin
 		ex.SpinTurns = 0
-		cp.c.Emit(trace.EvSpin, int32(p.ID), int32(op.Mutex), 1, 0)
-		cp.spinStep(p, op, mx, st)
+		cp.c.Emit(trace.EvSpin, int32(p.ID), int32(mx.ID()), 1, 0)
+		cp.spinStep(p, op, mx, st, ctx)
 	default:
 		ex.Phase = lockWaiting
 		cp.schedule(false)
 	}
 }
 
+// opWWBackoff is the caller's side of -EDEADLK (test-ww_mutex's and
+// every driver's back-off): release every ww_mutex held under the
+// context, newest first, remember the contended lock for
+// ww_mutex_lock_slow, and go on at the instruction's Jump (the retry). A
+// -EINTR (contended -1) backs off the same way with nothing to take.
+func (cp *CPU) opWWBackoff(p *task.Task, op *task.Op, contended int) {
+	ex := &p.Exec
+	ctx := ex.WW
+	for i := len(ex.Held) - 1; i >= 0; i-- {
+		id := ex.Held[i]
+		if ctx != nil && cp.m.mutexes[id].Ctx() == ctx {
+			cp.unlock(p, id)
+		}
+	}
+	if ctx != nil {
+		if ctx.Acquired != 0 {
+			cp.m.Report(cp.c, check.InvMutexMisuse, p, fmt.Sprintf("%v backs off with %d ww_mutexes still counted in its context", p, ctx.Acquired))
+		}
+		ctx.Contended = contended
+	}
+	cp.c.Inc(stats.WWBackoffs)
+	ex.PC = op.Jump
+}
+
+// opWWInit is ww_acquire_init(): open a context of class op.Class.
+func (cp *CPU) opWWInit(p *task.Task, op *task.Op) {
+	ex := &p.Exec
+	ex.PC++
+	if op.Class >= len(cp.m.wwClasses) {
+		cp.m.Report(cp.c, check.InvMutexMisuse, p, fmt.Sprintf("%v: ww_acquire_init of class %d, which does not exist", p, op.Class))
+		return
+	}
+	if ex.WW != nil {
+		cp.m.Report(cp.c, check.InvMutexMisuse, p, fmt.Sprintf("%v: ww_acquire_init with a context already open", p))
+	}
+	ex.WW = cp.m.wwClasses[op.Class].AcquireInit(p)
+}
+
+// opWWFini is ww_acquire_fini(): close the context, which must hold
+// nothing (DEBUG_WW_MUTEXES).
+func (cp *CPU) opWWFini(p *task.Task, op *task.Op) {
+	ex := &p.Exec
+	ex.PC++
+	if ex.WW != nil && ex.WW.Acquired != 0 {
+		cp.m.Report(cp.c, check.InvMutexMisuse, p, fmt.Sprintf("%v: ww_acquire_fini with %d ww_mutexes held", p, ex.WW.Acquired))
+	}
+	ex.WW = nil
+}
+
 // spinStep is one turn of mutex_optimistic_spin (the OSQ spinner's, before
 // queueing, or the first waiter's): try the lock, and while the owner runs
 // on a CPU and no reschedule is due, spin (SpinCost of virtual time per
-// turn). On failure with need_resched the kernel sets TASK_RUNNING and
+// turn); a ww spinner also stops where ww_mutex_spin_on_owner says so.
+// On failure with need_resched the kernel sets TASK_RUNNING and
 // schedules before going on (the slow path, or the wait loop); on other
 // failures it goes on at once. The OSQ (one spinner at a time on the
 // owner word) is not modelled: every spinner spins on the owner.
-func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.State) {
+func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.State, ctx *task.WWCtx) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
 	waiter := ex.Phase == lockWaiterSpin
@@ -225,6 +349,9 @@ func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.Stat
 		ownerNow = peekClock(m.cpus[o.CPU()].c)
 	}
 	r := mx.SpinOnOwner(c, p, waiter, nr)
+	if r == mutex.SpinAgain && !mx.SpinOK(p, ctx, waiter) {
+		r = mutex.SpinFail
+	}
 	if r != mutex.SpinAgain {
 		how := int32(trace.SpinEndAcquired)
 		if r == mutex.SpinFail {
@@ -233,15 +360,16 @@ func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.Stat
 				how = trace.SpinEndResched
 			}
 		}
-		c.Emit(trace.EvSpinEnd, int32(p.ID), int32(op.Mutex), how, int32(min(ex.SpinTurns, 1<<31-1)))
+		c.Emit(trace.EvSpinEnd, int32(p.ID), int32(mx.ID()), how, int32(min(ex.SpinTurns, 1<<31-1)))
 	}
 	switch r {
 	case mutex.SpinAcquired:
 		if !waiter {
-			cp.lockResult(p, op, mx, st, mutex.LockAcquired)
+			cp.wwFastpath(p, mx, ctx)
+			cp.lockResult(p, op, mx, st, ctx, mutex.LockAcquired)
 			return
 		}
-		cp.lockResult(p, op, mx, st, mx.SpinEnd(c, p, st, true))
+		cp.lockResult(p, op, mx, st, ctx, mx.SpinEnd(c, p, st, true, ctx, &cp.wq))
 	case mutex.SpinAgain:
 		c.Inc(stats.MutexSpinTurns)
 		ex.SpinTurns++
@@ -263,10 +391,10 @@ func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.Stat
 			return
 		}
 		if !waiter {
-			cp.lockResult(p, op, mx, st, mx.LockSlowStart(c, p, st))
+			cp.lockResult(p, op, mx, st, ctx, mx.LockSlowStart(c, p, st, ctx, &cp.wq))
 			return
 		}
-		cp.lockResult(p, op, mx, st, mx.SpinEnd(c, p, st, false))
+		cp.lockResult(p, op, mx, st, ctx, mx.SpinEnd(c, p, st, false, ctx, &cp.wq))
 	}
 }
 
@@ -462,7 +590,7 @@ func (cp *CPU) opSetPrio(p *task.Task, op *task.Op) {
 	t := cp.opTarget(p, op)
 	p.Exec.PC++
 	if t != nil {
-		m.setScheduler(c, t, op.Policy, op.Prio)
+		m.setScheduler(c, t, op.Policy, op.Prio, op.DL)
 	}
 }
 
@@ -517,7 +645,11 @@ func (cp *CPU) unlock(p *task.Task, id int) bool {
 		return false
 	}
 	ex.Held = append(ex.Held[:i], ex.Held[i+1:]...)
-	cp.m.mutexes[id].Unlock(cp.c, p, &cp.wq)
+	if mx := cp.m.mutexes[id]; mx.WW() != nil {
+		mx.WWUnlock(cp.c, p, &cp.wq) // a ww_mutex is released with ww_mutex_unlock
+	} else {
+		mx.Unlock(cp.c, p, &cp.wq)
+	}
 	if cp.c.Proxy && len(cp.wq.Tasks) > 0 && !cp.c.Bug(bugs.ProxyKeepsDonor) {
 		// The lock changed hands: if p runs as a proxy, its donor's chain
 		// may no longer end at p (invariant 4). Re-pick. The kernel does
@@ -540,6 +672,9 @@ func (cp *CPU) unlock(p *task.Task, id int) bool {
 func (cp *CPU) wakeUpQ() {
 	for i, t := range cp.wq.Tasks {
 		cp.m.tryToWakeUp(cp.c, t, task.WakeNormal)
+		if mutex.WakeQTakesRefs() {
+			t.PutTaskStruct()
+		}
 		cp.wq.Tasks[i] = nil
 	}
 	cp.wq.Tasks = cp.wq.Tasks[:0]
@@ -553,6 +688,17 @@ func (cp *CPU) exit(p *task.Task) {
 	}
 	ex.Exited = true
 	cp.dropMigrateDisable(p)
+	p.BlockedLock.Lock(cp.c.CPU)
+	pointed := len(p.BlockedHead) > 0 || p.SleepingOwner.Load() != nil
+	p.BlockedLock.Unlock(cp.c.CPU)
+	if pointed || p.Refs() > 1 {
+		cp.c.Inc(stats.ExitsWithRefs)
+	}
+	cp.rq.LockIrq(cp.c)
+	if p.DLTask() {
+		cp.m.dlb.Release(cp.c, p) // task_non_contending on TASK_DEAD, at once
+	}
+	cp.rq.UnlockIrq(cp.c)
 	cp.endRequest(p)
 	p.Stats.ExitAt = cp.c.Now
 	p.SetState(task.Dead)
@@ -617,14 +763,30 @@ func (m *Machine) sendSignal(c *percpu.Ctx, p *task.Task, fatal bool) bool {
 
 // setScheduler is __sched_setscheduler(): change p's policy and priority
 // under pi_lock and its rq lock, requeueing it if queued.
-func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, prio int) {
+//
+// A change into, within or out of SCHED_DEADLINE passes admission
+// control first (sched_dl_overflow under the rq lock): refused, nothing
+// changes and the call fails with -EBUSY.
+func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, prio int, dl task.DLParams) {
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
+	if p.State() != task.Dead && (policy.DL() || p.DLTask()) {
+		if !m.dlb.SchedDLOverflow(c, p, policy, dl) {
+			c.Inc(stats.DLAdmissionFails)
+			c.Emit(trace.EvDLAdmission, int32(p.ID), 1, 0, 0)
+			r.Unlock(c)
+			p.PiLock.Unlock(c.CPU)
+			return
+		}
+		if policy.DL() {
+			c.Emit(trace.EvDLAdmission, int32(p.ID), 0, 0, 0)
+		}
+	}
 	if p.State() != task.Dead {
 		if r.CPU == c.ID {
 			r.UpdateCurr(c)
 		}
-		if p.SE.Delayed && (policy == task.FIFO || policy == task.RR) {
+		if p.SE.Delayed && (policy.RT() || policy.DL()) {
 			// Leaving the fair class: a delayed entity is dequeued
 			// for good first (switching_from_fair), and blocks.
 			r.Dequeue(c, p, rq.DequeueSleep|rq.DequeueDelayed)
@@ -641,9 +803,17 @@ func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, 
 		if running {
 			r.PutPrevDonor(c)
 		}
-		if policy == task.FIFO || policy == task.RR {
+		if p.DLTask() && !policy.DL() {
+			// __dl_clear_params, which the kernel runs at the 0-lag time
+			// (inactive_task_timer); the model has no inactive timer.
+			p.SE.DL = task.DLEntity{}
+		}
+		switch {
+		case policy == task.FIFO || policy == task.RR:
 			p.SetRT(policy, prio)
-		} else {
+		case policy.DL():
+			p.SetDL(dl)
+		default:
 			p.SetNice(prio)
 		}
 		if queued {

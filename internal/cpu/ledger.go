@@ -21,12 +21,15 @@ type seSnap struct {
 	weight                        int64
 	policy                        task.Policy
 	queueSeq                      uint64
+	dlRuntime, dlDeadline         int64 // SCHED_DEADLINE: budget left, absolute deadline
+	dlInTree                      bool
 }
 
 func snap(p *task.Task) seSnap {
 	se := &p.SE
 	return seSnap{sum: se.SumExecRuntime, donated: se.DonatedRuntime, vruntime: se.Vruntime, slice: se.Slice,
-		weight: se.Weight, policy: se.Policy, queueSeq: se.QueueSeq}
+		weight: se.Weight, policy: se.Policy, queueSeq: se.QueueSeq,
+		dlRuntime: se.DL.Runtime, dlDeadline: se.DL.Deadline, dlInTree: se.DL.OnDLRQ}
 }
 
 // ledger is one runqueue's charge ledger. Its fields are protected by the
@@ -106,6 +109,10 @@ func (l *ledger) check(c *percpu.Ctx, r *rq.RQ) {
 				fail(C, "the execution context's donated time grew by %d ns", got)
 				return
 			}
+			if dr := cNow.dlRuntime - l.cSnap.dlRuntime; cNow.policy.DL() && dr != 0 && cNow.dlDeadline == l.cSnap.dlDeadline {
+				fail(C, "the execution context's DL budget moved by %d ns; it belongs to the donor", dr)
+				return
+			}
 			if dv, ds := cNow.vruntime-l.cSnap.vruntime, cNow.slice-l.cSnap.slice; dv != 0 || ds != 0 {
 				fail(C, "the execution context was charged class time (vruntime %+d ns, slice %+d ns); it belongs to the donor", dv, ds)
 				return
@@ -117,6 +124,17 @@ func (l *ledger) check(c *percpu.Ctx, r *rq.RQ) {
 			fail(D, "the donor's RR slice did not move over %d ns of class time", charged)
 			return
 		}
+	}
+	if dNow.policy.DL() {
+		// The DL budget pays for the interval while the donor stays in
+		// the dl tree on the same instance (a throttle or replenishment
+		// in between starts a new account).
+		if dNow.dlInTree && l.dSnap.dlInTree && dNow.dlDeadline == l.dSnap.dlDeadline && dNow.queueSeq == l.dSnap.queueSeq {
+			if got := l.dSnap.dlRuntime - dNow.dlRuntime; got != charged {
+				fail(D, "the DL donor's budget dropped by %d ns, not by the %d ns charged", got, charged)
+			}
+		}
+		return
 	}
 	if dNow.policy.RT() || dNow.queueSeq != l.dSnap.queueSeq {
 		return // RT has no vruntime; a re-enqueue placed it anew

@@ -130,6 +130,7 @@ type Machine struct {
 	rqs         []*rq.RQ
 	tasks       []*task.Task // index = task id; tasks[0] is nil
 	mutexes     []*mutex.Mutex
+	wwClasses   []*mutex.WWClass // read-only once the machine starts
 
 	Log   *trace.Log
 	Dep   *spinlock.Validator
@@ -141,6 +142,8 @@ type Machine struct {
 	cond    *conductor.Conductor // serial mode's conductor (its hooks and turn count), or nil
 	rto     atomic.Int32         // runqueues with two or more RT tasks
 	rtoMask rq.OverloadMask      // which runqueues those are (rto_mask)
+	dlo     atomic.Int32         // runqueues with two or more DL tasks (dlo_count)
+	dlb     *rq.DLBandwidth      // the root domain's dl_bw (admission control)
 	// CPU hotplug: hotplug is read-only after New; active and online are
 	// cpu_active_mask and cpu_online_mask (atomic bits, read locklessly);
 	// hpRand and hpNext belong to the barrier (the injector).
@@ -199,7 +202,7 @@ func New(cfg Config) (*Machine, error) {
 	if n := cfg.Topology.NumCPUs(); n != cfg.CPUs {
 		return nil, fmt.Errorf("cpu: topology %s has %d CPUs, the machine %d", cfg.Topology, n, cfg.CPUs)
 	}
-	m := &Machine{cfg: cfg, topo: cfg.Topology, tasks: []*task.Task{nil}, stopReq: make(chan struct{}, 1)}
+	m := &Machine{cfg: cfg, topo: cfg.Topology, tasks: []*task.Task{nil}, stopReq: make(chan struct{}, 1), dlb: rq.NewDLBandwidth(cfg.CPUs)}
 	m.Log = trace.NewLog(cfg.CPUs, cfg.RingSize)
 	m.runner = parallelRunner{}
 	if cfg.Strategy != nil {
@@ -255,6 +258,8 @@ func New(cfg Config) (*Machine, error) {
 		r.RTO = &m.rto
 		r.RTOMask = m.rtoMask
 		r.Feat = cfg.SchedFeatures
+		r.DLO = &m.dlo
+		r.StartDLTimer = m.startDLTimer
 		st := &stats.CPU{}
 		lc := spinlock.NewCPU(i)
 		lc.Dep = m.Dep
@@ -371,12 +376,28 @@ func (m *Machine) AddMutex(name string) *mutex.Mutex {
 	return mx
 }
 
+// AddWWClass creates a ww_class (DEFINE_WD_CLASS / DEFINE_WW_CLASS) and
+// returns its index (ww_acquire_init's operand). Only before Start.
+func (m *Machine) AddWWClass(name string, waitDie bool) int {
+	m.wwClasses = append(m.wwClasses, mutex.NewWWClass(name, waitDie))
+	return len(m.wwClasses) - 1
+}
+
+// AddWWMutex creates a ww_mutex of class k (ww_mutex_init). Only before
+// Start.
+func (m *Machine) AddWWMutex(name string, k int) *mutex.Mutex {
+	mx := m.AddMutex(name)
+	mx.SetWW(m.wwClasses[k])
+	return mx
+}
+
 // TaskSpec describes a task to create.
 type TaskSpec struct {
 	Name   string
 	Group  int
 	Policy task.Policy
-	Prio   int // nice for Normal, rtprio for FIFO/RR
+	Prio   int           // nice for Normal, rtprio for FIFO/RR
+	DL     task.DLParams // Deadline: runtime, deadline, period
 	Mask   task.Mask
 	Prog   *task.Program
 	CPU    int // initial CPU (must be in Mask)
@@ -400,9 +421,18 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	p.CPUsMask = s.Mask
 	p.NrCPUsAllowed = s.Mask.Weight()
 	p.PublishMask()
+	c := m.cpus[s.CPU].c
 	switch s.Policy {
 	case task.FIFO, task.RR:
 		p.SetRT(s.Policy, s.Prio)
+	case task.Deadline:
+		if why := task.CheckDLParams(s.DL); why != "" {
+			return nil, fmt.Errorf("cpu: task %s: sched_setattr: %s (-EINVAL)", s.Name, why)
+		}
+		if !m.dlb.SchedDLOverflow(c, p, task.Deadline, s.DL) {
+			return nil, fmt.Errorf("cpu: task %s: sched_setattr: bandwidth %d/%d exceeds what the root domain has left (-EBUSY)", s.Name, s.DL.Runtime, s.DL.Period)
+		}
+		p.SetDL(s.DL)
 	default:
 		p.SetNice(s.Prio)
 	}
@@ -411,12 +441,12 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	p.Exec.Loops = make([]int, len(s.Prog.Ops))
 	p.Exec.Rand = rand.New(rand.NewPCG(s.Seed, uint64(id)))
 	m.tasks = append(m.tasks, p)
-	c := m.cpus[s.CPU].c
 	r := m.rqs[s.CPU]
 	// wake_up_new_task: pi_lock (irqsave), then the rq lock.
 	r.LockIrq(c)
 	r.ActivateTask(c, p, rq.EnqueueInitial)
 	r.CheckPreemptCurr(c, p)
+	m.taskWokenDL(c, r, p) // wake_up_new_task's task_woken
 	r.UnlockIrq(c)
 	return p, nil
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -20,9 +21,7 @@ func newWorkloadMachine(t testing.TB, cfg Config, name string, ntasks int) *Mach
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range sc.Mutexes {
-		m.AddMutex(n)
-	}
+	addScenarioMutexes(m, sc)
 	plans, err := sc.Plan(cfg.CPUs, cfg.Seed)
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +31,7 @@ func newWorkloadMachine(t testing.TB, cfg Config, name string, ntasks int) *Mach
 		if c < 0 {
 			c = p.Mask.Next(0)
 		}
-		if _, err := m.AddTask(TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio, Mask: p.Mask, Prog: p.Prog, CPU: c, Seed: cfg.Seed + uint64(i)}); err != nil {
+		if _, err := m.AddTask(TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio, DL: p.DL, Mask: p.Mask, Prog: p.Prog, CPU: c, Seed: cfg.Seed + uint64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,4 +102,18 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// addScenarioMutexes creates a scenario's plain mutexes, then its ww
+// classes and ww_mutexes, in the index order Plan assumes (as sim does).
+func addScenarioMutexes(m *Machine, sc *workload.Scenario) {
+	for _, n := range sc.Mutexes {
+		m.AddMutex(n)
+	}
+	for _, w := range sc.WW {
+		k := m.AddWWClass(w.Name, w.WaitDie)
+		for j := 0; j < w.Count; j++ {
+			m.AddWWMutex(fmt.Sprintf("%s%d", w.Name, j), k)
+		}
+	}
 }

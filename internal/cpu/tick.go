@@ -42,6 +42,7 @@ func (cp *CPU) tick() {
 	if c.Proxy {
 		cp.checkCurrDonor()
 	}
+	cp.checkDLBudget()
 	nr := r.NrRunning()
 	r.Unlock(c)
 	c.HardirqExit()
@@ -193,6 +194,13 @@ func (cp *CPU) checkCurrDonor() {
 		p.BlockedLock.Lock(c.CPU)
 		m := p.BlockedOn(c.CPU)
 		p.BlockedLock.Unlock(c.CPU)
+		if m == nil && p.IsBlocked() {
+			// blocked_on cleared by another CPU (a ww die or wound of a
+			// mid-chain link, under a wait_lock this chain does not
+			// hold) whose wake-up has not run yet: that wake-up
+			// (ttwu_runnable) re-picks here. Not a stale proxy yet.
+			return
+		}
 		if m == nil || !p.IsBlocked() { // is_blocked: p is queued here, our rq lock guards it
 			cp.m.Report(c, check.InvCurrDonor, curr, fmt.Sprintf("cpu%d executes %v for donor %v, but %v in its chain is no longer blocked (no reschedule pending)", r.CPU, curr, d, p))
 			return

@@ -11,15 +11,30 @@ type timer struct {
 	when int64
 	id   uint64
 	p    *task.Task
+	kind timerKind
 }
+
+// timerKind says what a timer does when it fires.
+type timerKind uint8
+
+const (
+	timerSleep timerKind = iota // hrtimer_wakeup: wake p
+	timerDL                     // dl_task_timer: replenish p's SCHED_DEADLINE budget
+)
 
 // armTimer queues a wakeup of p at virtual time when.
 func (cp *CPU) armTimer(p *task.Task, when int64) uint64 {
+	return cp.armTimerKind(p, when, timerSleep)
+}
+
+// armTimerKind queues a timer of the given kind for p at virtual time
+// when, on this CPU (which must be the caller's).
+func (cp *CPU) armTimerKind(p *task.Task, when int64, kind timerKind) uint64 {
 	c := cp.c
 	cp.timerLock.Lock(c.CPU)
 	cp.timerID++
 	id := cp.timerID
-	cp.timers = append(cp.timers, timer{when: when, id: id, p: p})
+	cp.timers = append(cp.timers, timer{when: when, id: id, p: p, kind: kind})
 	sortTimers(cp.timers)
 	cp.timerLock.Unlock(c.CPU)
 	return id
@@ -76,6 +91,10 @@ func (cp *CPU) fireTimers() {
 		tm := cp.timers[0]
 		cp.timers = cp.timers[1:]
 		cp.timerLock.Unlock(c.CPU)
+		if tm.kind == timerDL {
+			cp.m.dlTaskTimer(c, tm.p, tm.id)
+			continue
+		}
 		cp.m.tryToWakeUp(c, tm.p, task.WakeInterruptible)
 	}
 }

@@ -37,6 +37,12 @@ func ttwuDoWakeup(c *percpu.Ctx, p *task.Task) {
 // for (or the wakeup handed to that CPU's wake list), a CPU chosen with
 // select_task_rq and the task enqueued there.
 func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) bool {
+	if p.Freed() {
+		// The waker holds no reference and the task's last one is gone:
+		// the kernel would take p->pi_lock in freed memory.
+		m.Report(c, check.InvUseAfterFree, p, fmt.Sprintf("try_to_wake_up of %v after its last reference was dropped (it exited)", p))
+		return false
+	}
 	self := m.cpus[c.ID]
 	if p == self.rq.Curr() {
 		// p == current: it is running right here.
@@ -270,6 +276,7 @@ func (m *Machine) ttwuDoActivate(c *percpu.Ctx, r *rq.RQ, p *task.Task) {
 	r.ActivateTask(c, p, flags)
 	r.CheckPreemptCurr(c, p)
 	ttwuDoWakeup(c, p)
+	m.taskWokenDL(c, r, p)
 }
 
 // ttwuPending is sched_ttwu_pending(): activate everything on this CPU's
@@ -340,6 +347,9 @@ func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 	}
 	if mask.Has(prev) && m.cpuActive(prev) && m.rqs[prev].IsIdle() {
 		return prev
+	}
+	if p.DLTask() && mask.Has(prev) {
+		return m.selectTaskRQDL(c, p, prev)
 	}
 	rt := p.SE.Policy.RT()
 	prio := p.SE.Prio

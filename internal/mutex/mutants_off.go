@@ -6,3 +6,5 @@ package mutex
 // tests do not exist: the hook is constant and inlines away.
 
 func mutantLateBlockedOn() bool { return false }
+
+func mutantWakeQNoRef() bool { return false }

@@ -15,12 +15,20 @@ import (
 // It exists only in binaries built with -tags mutants.
 var lateBlockedOn bool
 
+// wakeQNoRef: wake_q_add takes no reference on the task it queues (and
+// wake_up_q drops none): a task that exits between a die or wound
+// queueing it and the waker's wake_up_q is freed under the waker.
+var wakeQNoRef bool
+
 // SetMutant switches a deliberate mistake of this package on or off
 // (tests; -tags mutants only). It reports whether name is known.
 func SetMutant(name string, on bool) bool {
 	switch name {
 	case "late-blocked-on":
 		lateBlockedOn = on
+		return true
+	case "wakeq-no-ref":
+		wakeQNoRef = on
 		return true
 	}
 	return false
@@ -35,3 +43,5 @@ func init() {
 }
 
 func mutantLateBlockedOn() bool { return lateBlockedOn }
+
+func mutantWakeQNoRef() bool { return wakeQNoRef }

@@ -2,8 +2,10 @@ package mutex
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 
+	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/spinlock"
@@ -35,6 +37,19 @@ type Mutex struct {
 	// __mutex_waiter_is_first() (a racy read in the kernel, READ_ONCE
 	// here). Written under waitLock.
 	first atomic.Pointer[task.Task]
+	// wctx holds each waiter's ww_acquire_ctx (mutex_waiter.ww_ctx), nil
+	// for a waiter without one, parallel to waiters. Protected by
+	// waitLock.
+	wctx []*task.WWCtx
+	// class is the ww_class of a ww_mutex, nil for a plain mutex.
+	// Read-only once the machine starts.
+	class *WWClass
+	// ctx is ww->ctx: the context the lock was taken under. Written by
+	// the owner, with or without wait_lock (the fast path sets it after
+	// the acquisition, __ww_mutex_unlock clears it before the release);
+	// read under wait_lock by lockers and with READ_ONCE by
+	// __ww_mutex_check_kill and the spinners.
+	ctx atomic.Pointer[task.WWCtx]
 	// task resolves an owner id. Read-only.
 	task func(id int) *task.Task
 }
@@ -49,7 +64,7 @@ func New(id int, name string, resolve func(int) *task.Task) *Mutex {
 // ID returns the mutex's index.
 func (m *Mutex) ID() int { return m.id }
 
-func (m *Mutex) String() string { return fmt.Sprintf("%s/m%d", m.name, m.id) }
+func (m *Mutex) String() string { return fmt.Sprintf("%s/m%d%s", m.name, m.id, m.wwString()) }
 
 // WaitLock returns the wait_lock.
 func (m *Mutex) WaitLock() *spinlock.Lock { return &m.waitLock }
@@ -132,6 +147,11 @@ const (
 	// still on the wait list in its sleep state. The caller spins
 	// (SpinOnOwner) and then calls SpinEnd.
 	LockSpin
+	// LockEDEADLK: a ww_mutex wait died or was wounded (-EDEADLK): as
+	// for LockEINTR, p is off the wait list, RUNNING, blocked_on clear,
+	// without the lock; the caller must back off (release every lock of
+	// its context and take this one with ww_mutex_lock_slow).
+	LockEDEADLK
 )
 
 // LockSlowStart is the first half of __mutex_lock_common(): under
@@ -141,34 +161,63 @@ const (
 // again with both locks held (an unlock that released the word locklessly
 // after the first try, before WAITERS was set, is caught here), drop
 // blocked_lock and, still under wait_lock, check for a signal
-// (signal_pending_state: -EINTR). LockWait means the caller must
+// (signal_pending_state: -EINTR) and, with a ww_acquire_ctx, for a kill
+// (__ww_mutex_check_kill: -EDEADLK). LockWait means the caller must
 // schedule() and then call LockSlowResume.
-func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task, st task.State) LockResult {
+//
+// ctx is the ww_acquire_ctx of a ww_mutex_lock (nil for mutex_lock): the
+// waiter joins the list in stamp order through __ww_mutex_add_waiter,
+// which may die at once (-EDEADLK before queueing: err_early_kill), wake
+// younger waiters to die, or wound the holder. The wake-ups that die and
+// wound queue are left on wq; the caller issues them once this returns
+// (raw_spin_unlock_irqrestore_wake), before it schedules.
+func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task, st task.State, ctx *task.WWCtx, wq *WakeQ) LockResult {
 	m.waitLock.Lock(c.CPU)
+	// v21 bug (--bug ww-nested-blocked-lock): the older lock path took
+	// current's blocked_lock right after wait_lock and held it across the
+	// ww hooks, which then nested the victim's blocked_lock in it.
+	nest := ctx != nil && c.Bug(bugs.WWNestedBlockedLock)
+	if nest {
+		p.BlockedLock.Lock(c.CPU)
+	}
 	if m.trylock(p, false) {
+		if ctx != nil {
+			m.checkWaiters(c, p, ctx, wq, nest)
+			m.lockAcquired(c, p, ctx)
+		}
+		if nest {
+			p.BlockedLock.Unlock(c.CPU)
+		}
 		m.waitLock.Unlock(c.CPU)
 		m.acquired(c, p, false)
 		return LockAcquired
 	}
-	m.addWaiter(p)
-	p.BlockedLock.Lock(c.CPU)
+	if ctx == nil {
+		m.addWaiter(p, nil, -1)
+	} else if m.addWaiterWW(c, p, ctx, wq, nest) {
+		// err_early_kill: never queued, blocked_on never set.
+		if !nest {
+			p.BlockedLock.Lock(c.CPU)
+		}
+		if b := p.BlockedOn(c.CPU); b != nil {
+			c.Warn(check.InvMutexMisuse, p.ID, p.String(), "__mutex_lock_common err_early_kill: %v still blocked on %v", p, b)
+		}
+		p.BlockedLock.Unlock(c.CPU)
+		c.Inc(stats.WWEDEADLK)
+		c.Emit(trace.EvWWBackoff, int32(p.ID), int32(m.id), 0, 0)
+		m.waitLock.Unlock(c.CPU)
+		return LockEDEADLK
+	}
+	if !nest {
+		p.BlockedLock.Lock(c.CPU)
+	}
 	p.SetBlockedOn(c, m)
 	p.SetState(st) // set_current_state, under wait_lock and blocked_lock
 	p.Exec.WaitStart = c.Now
 	p.Stats.Contended++
 	c.Inc(stats.MutexContentions)
 	c.Emit(trace.EvContend, int32(p.ID), int32(m.id), int32(m.owner.Load()>>3), 0)
-	if m.trylock(p, false) {
-		m.gotItLocked(c, p)
-		return LockAcquired
-	}
-	p.BlockedLock.Unlock(c.CPU)
-	if p.SignalPendingState(st) {
-		m.errEINTR(c, p)
-		return LockEINTR
-	}
-	m.waitLock.Unlock(c.CPU)
-	return LockWait
+	return m.loopTop(c, p, st, false, ctx, wq, nest)
 }
 
 // LockSlowResume is one turn of the wait loop after schedule() returned:
@@ -177,19 +226,20 @@ func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task, st task.State) LockRe
 // and the sleep state st are set again (the unlock that chose p, or a
 // wake-up of p, cleared blocked_on), and p tries to take the lock, the first
 // waiter also asking for a hand-off; back at the loop's top it tries once
-// more, drops blocked_lock and checks for a signal under wait_lock.
-func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task, st task.State, spin bool) LockResult {
+// more, drops blocked_lock and checks for a signal (and a ww kill) under
+// wait_lock.
+func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task, st task.State, spin bool, ctx *task.WWCtx, wq *WakeQ) LockResult {
 	first := m.first.Load() == p
 	m.waitLock.Lock(c.CPU)
 	p.BlockedLock.Lock(c.CPU)
+	nest := ctx != nil && c.Bug(bugs.WWNestedBlockedLock)
 	late := mutantLateBlockedOn()
 	if !late {
 		p.SetBlockedOn(c, m)
 		p.SetState(st)
 	}
 	if m.trylock(p, first) {
-		m.gotItLocked(c, p)
-		return LockAcquired
+		return m.gotItLocked(c, p, ctx, wq, nest)
 	}
 	if first && spin && !late {
 		// "mutex_optimistic_spin() can call schedule(), so we need to
@@ -202,16 +252,17 @@ func (m *Mutex) LockSlowResume(c *percpu.Ctx, p *task.Task, st task.State, spin 
 		c.Inc(stats.MutexWaiterSpins)
 		return LockSpin
 	}
-	return m.loopTop(c, p, st, late)
+	return m.loopTop(c, p, st, late, ctx, wq, nest)
 }
 
 // loopTop is the top of the wait loop, wait_lock and blocked_lock held:
 // trylock (a hand-off is picked up here), blocked_lock dropped, the signal
-// check under wait_lock, wait_lock dropped (LockWait: schedule()).
-func (m *Mutex) loopTop(c *percpu.Ctx, p *task.Task, st task.State, late bool) LockResult {
+// check and the ww kill check under wait_lock, wait_lock dropped
+// (LockWait: schedule()). With nest (the v21 bug) blocked_lock is held
+// across the checks, as the older code did.
+func (m *Mutex) loopTop(c *percpu.Ctx, p *task.Task, st task.State, late bool, ctx *task.WWCtx, wq *WakeQ, nest bool) LockResult {
 	if m.trylock(p, false) {
-		m.gotItLocked(c, p)
-		return LockAcquired
+		return m.gotItLocked(c, p, ctx, wq, nest)
 	}
 	if late {
 		// The mistake (mutants builds only): re-armed after wait_lock is
@@ -225,13 +276,22 @@ func (m *Mutex) loopTop(c *percpu.Ctx, p *task.Task, st task.State, late bool) L
 		p.BlockedLock.Unlock(c.CPU)
 		return LockWait
 	}
-	p.BlockedLock.Unlock(c.CPU)
+	if !nest {
+		p.BlockedLock.Unlock(c.CPU)
+	}
 	// "Check for signals and kill conditions while holding wait_lock.
 	// This ensures the lock cancellation is ordered against
 	// mutex_unlock() and wake-ups do not go missing." (M)
 	if p.SignalPendingState(st) {
-		m.errEINTR(c, p)
+		m.errOut(c, p, LockEINTR, nest)
 		return LockEINTR
+	}
+	if ctx != nil && m.checkKill(p, ctx) {
+		m.errOut(c, p, LockEDEADLK, nest)
+		return LockEDEADLK
+	}
+	if nest {
+		p.BlockedLock.Unlock(c.CPU)
 	}
 	m.waitLock.Unlock(c.CPU)
 	return LockWait
@@ -241,16 +301,16 @@ func (m *Mutex) loopTop(c *percpu.Ctx, p *task.Task, st task.State, late bool) L
 // blocked_lock are taken again, blocked_on and the sleep state set again;
 // if the spin took the lock p leaves the loop with it, else it goes on at
 // the loop's top.
-func (m *Mutex) SpinEnd(c *percpu.Ctx, p *task.Task, st task.State, acquired bool) LockResult {
+func (m *Mutex) SpinEnd(c *percpu.Ctx, p *task.Task, st task.State, acquired bool, ctx *task.WWCtx, wq *WakeQ) LockResult {
 	m.waitLock.Lock(c.CPU)
 	p.BlockedLock.Lock(c.CPU)
+	nest := ctx != nil && c.Bug(bugs.WWNestedBlockedLock)
 	p.SetBlockedOn(c, m)
 	p.SetState(st)
 	if acquired {
-		m.gotItLocked(c, p)
-		return LockAcquired
+		return m.gotItLocked(c, p, ctx, wq, nest)
 	}
-	return m.loopTop(c, p, st, false)
+	return m.loopTop(c, p, st, false, ctx, wq, nest)
 }
 
 // TryLock is __mutex_trylock() without wait_lock (the lock slow path tries
@@ -307,46 +367,85 @@ func (m *Mutex) SpinOnOwner(c *percpu.Ctx, p *task.Task, waiter, needResched boo
 	return SpinAgain
 }
 
-// errEINTR is the err: path of __mutex_lock_common(), with wait_lock held
-// (dropped on return): clear_task_blocked_on (which takes p's
-// blocked_lock), TASK_RUNNING, off the wait list; then err_early_kill's
-// WARN that blocked_on is clear (get_task_blocked_on takes blocked_lock
-// too). No hand-off is lost: an unlock hands over and picks its waiter
-// under wait_lock, and p's trylock at the loop top, under the same
-// wait_lock hold as this check, picks a hand-off up first. A
-// blocked_donor link pointing at p stays, as in the kernel: the owner's
-// unlock hands over only to a donor whose blocked_on is still this lock.
-func (m *Mutex) errEINTR(c *percpu.Ctx, p *task.Task) {
-	p.BlockedLock.Lock(c.CPU)
+// errOut is the err: path of __mutex_lock_common() (-EINTR for a
+// signal, -EDEADLK for a ww kill), with wait_lock held (dropped on
+// return): clear_task_blocked_on (which takes p's blocked_lock),
+// TASK_RUNNING, off the wait list; then err_early_kill's WARN that
+// blocked_on is clear (get_task_blocked_on takes blocked_lock too). No
+// hand-off is lost: an unlock hands over and picks its waiter under
+// wait_lock, and p's trylock at the loop top, under the same wait_lock
+// hold as this check, picks a hand-off up first. A blocked_donor link
+// pointing at p stays, as in the kernel: the owner's unlock hands over
+// only to a donor whose blocked_on is still this lock. With nest (the v21
+// bug) p's blocked_lock is already held.
+func (m *Mutex) errOut(c *percpu.Ctx, p *task.Task, res LockResult, nest bool) {
+	if !nest {
+		p.BlockedLock.Lock(c.CPU)
+	}
 	p.ClearBlockedOn(c, m, false)
-	p.BlockedLock.Unlock(c.CPU)
+	if !nest {
+		p.BlockedLock.Unlock(c.CPU)
+	}
 	p.SetState(task.Running)
 	m.removeWaiter(p)
-	p.BlockedLock.Lock(c.CPU)
+	if !nest {
+		p.BlockedLock.Lock(c.CPU)
+	}
 	if b := p.BlockedOn(c.CPU); b != nil {
-		c.Warn(check.InvMutexMisuse, p.ID, p.String(), "__mutex_lock_common err: %v still blocked on %v after -EINTR from %v", p, b, m)
+		c.Warn(check.InvMutexMisuse, p.ID, p.String(), "__mutex_lock_common err: %v still blocked on %v after leaving the wait for %v", p, b, m)
 	}
 	p.BlockedLock.Unlock(c.CPU)
-	c.Inc(stats.MutexEINTR)
-	c.Emit(trace.EvLockEINTR, int32(p.ID), int32(m.id), 0, 0)
+	if res == LockEDEADLK {
+		c.Inc(stats.WWEDEADLK)
+		c.Emit(trace.EvWWBackoff, int32(p.ID), int32(m.id), 1, 0)
+	} else {
+		c.Inc(stats.MutexEINTR)
+		c.Emit(trace.EvLockEINTR, int32(p.ID), int32(m.id), 0, 0)
+	}
 	m.waitLock.Unlock(c.CPU)
 }
 
 // gotItLocked ends a wait that took the lock: wait_lock and p's
-// blocked_lock are held on entry and dropped on return. blocked_on is
-// cleared, p is RUNNING and off the wait list.
-func (m *Mutex) gotItLocked(c *percpu.Ctx, p *task.Task) {
+// blocked_lock are held on entry and dropped on return. p leaves the wait
+// list, blocked_on is cleared, p is RUNNING; blocked_lock is dropped,
+// then (Wound-Wait, a waiter that was not first: it stole the lock) the
+// waiters are checked for an older one that must wound us, and the
+// context records the lock (ww_mutex_lock_acquired) before wait_lock is
+// dropped. The kernel removes the waiter after the ww check; here it
+// leaves first (whether it was first is read before): the ww check
+// skips p's own entry either way, and nobody sees the list without
+// wait_lock.
+func (m *Mutex) gotItLocked(c *percpu.Ctx, p *task.Task, ctx *task.WWCtx, wq *WakeQ, nest bool) LockResult {
+	first := m.first.Load() == p
 	m.removeWaiter(p)
 	p.ClearBlockedOn(c, m, false)
 	p.SetState(task.Running)
-	p.BlockedLock.Unlock(c.CPU)
+	if !nest {
+		p.BlockedLock.Unlock(c.CPU)
+	}
+	if ctx != nil {
+		if !ctx.WaitDie && !first {
+			m.checkWaiters(c, p, ctx, wq, nest)
+		}
+		m.lockAcquired(c, p, ctx)
+	}
+	if nest {
+		p.BlockedLock.Unlock(c.CPU)
+	}
 	m.waitLock.Unlock(c.CPU)
 	m.acquired(c, p, true)
+	return LockAcquired
 }
 
-// addWaiter is __mutex_add_waiter(): append p, set WAITERS. wait_lock held.
-func (m *Mutex) addWaiter(p *task.Task) {
-	m.waiters = append(m.waiters, p)
+// addWaiter is __mutex_add_waiter() (through __ww_waiter_add): insert p
+// before the waiter at pos, or at the tail for pos < 0, with its
+// context; set WAITERS. wait_lock held.
+func (m *Mutex) addWaiter(p *task.Task, ctx *task.WWCtx, pos int) {
+	if pos < 0 {
+		pos = len(m.waiters)
+	}
+	m.waiters = slices.Insert(m.waiters, pos, p)
+	m.wctx = slices.Insert(m.wctx, pos, ctx)
 	m.first.Store(m.waiters[0])
 	m.setFlag(FlagWaiters)
 }
@@ -357,6 +456,7 @@ func (m *Mutex) removeWaiter(p *task.Task) {
 	for i, w := range m.waiters {
 		if w == p {
 			m.waiters = append(m.waiters[:i], m.waiters[i+1:]...)
+			m.wctx = append(m.wctx[:i], m.wctx[i+1:]...)
 			break
 		}
 	}
@@ -402,8 +502,19 @@ type WakeQ struct {
 	Tasks []*task.Task
 }
 
-// Add is wake_q_add().
-func (q *WakeQ) Add(p *task.Task) { q.Tasks = append(q.Tasks, p) }
+// Add is wake_q_add(): it takes a reference on p (get_task_struct), which
+// wake_up_q drops after the wake-up, so that a task that exits meanwhile
+// is not freed under the waker.
+func (q *WakeQ) Add(p *task.Task) {
+	if !mutantWakeQNoRef() {
+		p.GetTaskStruct()
+	}
+	q.Tasks = append(q.Tasks, p)
+}
+
+// WakeQTakesRefs says whether wake_q entries hold a reference (false only
+// in the mutants build with wakeq-no-ref switched on).
+func WakeQTakesRefs() bool { return !mutantWakeQNoRef() }
 
 // Unlock is mutex_unlock() by p: the fast path, else
 // __mutex_unlock_slowpath() in the kernel's order. First a release loop

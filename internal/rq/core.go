@@ -241,6 +241,8 @@ func (r *RQ) TaskPrio(p *task.Task) int {
 	switch {
 	case p.Idle:
 		return task.IdlePrio
+	case p.SE.Policy.DL():
+		return task.DLPrio
 	case p.SE.Policy.RT():
 		return p.SE.Prio
 	}
@@ -262,6 +264,9 @@ func PrioLess(c *percpu.Ctx, a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bo
 	pa, pb := ra.TaskPrio(a), rb.TaskPrio(b)
 	if pa != pb {
 		return pa > pb
+	}
+	if pa == task.DLPrio {
+		return !dlTimeBefore(a.SE.DL.Deadline, b.SE.DL.Deadline)
 	}
 	if pa != task.DefaultPrio {
 		return false
@@ -299,7 +304,7 @@ func PrioLessV3(a *task.Task, ra *RQ, b *task.Task, rb *RQ) bool {
 // episode when inFI. The core lock is held.
 func (r *RQ) TaskVruntimeUpdate(c *percpu.Ctx, p *task.Task, inFI bool) {
 	r.AssertHeld(c)
-	if p.Idle || p.SE.Policy.RT() {
+	if p.Idle || p.SE.Policy.RT() || p.SE.Policy.DL() {
 		return
 	}
 	if inFI {
@@ -325,7 +330,7 @@ func (r *RQ) SchedCoreFind(c *percpu.Ctx, cookie uint64) *task.Task {
 func (r *RQ) CookieTasks(c *percpu.Ctx, cookie uint64) []*task.Task {
 	r.AssertHeld(c)
 	var out []*task.Task
-	for _, q := range [2][]*task.Task{r.rt, r.fair} {
+	for _, q := range [3][]*task.Task{r.dl, r.rt, r.fair} {
 		for _, t := range q {
 			if t.CoreCookie == cookie && !t.SE.Delayed {
 				out = append(out, t)
@@ -337,9 +342,14 @@ func (r *RQ) CookieTasks(c *percpu.Ctx, cookie uint64) []*task.Task {
 }
 
 // PickClass is class->pick_task(rq) for v3's per-class loop: the best
-// queued task of the RT (rt true) or fair class, or nil.
+// queued task of the RT (rt true) or fair class, or nil. The RT pass
+// takes a queued DL task first (the model's loop has two passes; DL is
+// the class above RT).
 func (r *RQ) PickClass(c *percpu.Ctx, rt bool) *task.Task {
 	r.AssertHeld(c)
+	if rt && len(r.dl) > 0 {
+		return r.pickNextDLEntity()
+	}
 	if !rt {
 		return r.pickTaskFair(c)
 	}

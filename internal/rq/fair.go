@@ -507,7 +507,7 @@ func (r *RQ) PutPrevDonor(c *percpu.Ctx) {
 // SetNextDonor is the matching set_next_task().
 func (r *RQ) SetNextDonor(c *percpu.Ctx) {
 	r.AssertHeld(c)
-	if d := r.donor; d != r.Idle && !d.SE.Policy.RT() {
+	if d := r.donor; d != r.Idle && d.SE.Policy.Fair() {
 		r.setNextEntity(d)
 	}
 }

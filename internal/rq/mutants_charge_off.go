@@ -7,3 +7,4 @@ package rq
 
 func mutantChargeCurr() bool      { return false }
 func mutantDelayedOutOfAvg() bool { return false }
+func mutantDLNoThrottle() bool    { return false }

@@ -27,6 +27,9 @@ func SetMutant(name string, on bool) bool {
 	case "delayed-out-of-avg":
 		delayedOutOfAvg = on
 		return true
+	case "dl-no-throttle":
+		dlNoThrottle = on
+		return true
 	}
 	return false
 }
@@ -42,3 +45,9 @@ func init() {
 func mutantChargeCurr() bool { return chargeCurr }
 
 func mutantDelayedOutOfAvg() bool { return delayedOutOfAvg }
+
+// dlNoThrottle is a deliberate mistake for the DL budget invariant:
+// update_curr_dl charges the budget but never throttles.
+var dlNoThrottle bool
+
+func mutantDLNoThrottle() bool { return dlNoThrottle }

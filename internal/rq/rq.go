@@ -27,6 +27,7 @@ const (
 	DequeueDelayed               // the final dequeue of a delayed entity
 	DequeueSpecial               // a special task state (TASK_DEAD): never delayed
 	DequeueMove                  // DEQUEUE_MOVE (with SAVE: the task may change queue position)
+	EnqueueReplenish             // the dl_timer (or an immediate refill) gives a throttled DL task a new budget
 )
 
 // Scheduler tunables (virtual ns).
@@ -73,8 +74,10 @@ type RQ struct {
 	needResched atomic.Bool
 
 	// Protected by the rq lock.
-	donor       *task.Task // scheduling context; == curr unless proxying
-	Idle        *task.Task // the idle task; never queued
+	donor       *task.Task   // scheduling context; == curr unless proxying
+	Idle        *task.Task   // the idle task; never queued
+	dl          []*task.Task // the dl tree: SCHED_DEADLINE tasks not throttled (dl.go)
+	dlThrottled []*task.Task // queued (on_rq) SCHED_DEADLINE tasks off the tree until their dl_timer
 	rt          []*task.Task
 	fair        []*task.Task
 	seq         uint64 // enqueue order
@@ -112,6 +115,21 @@ type RQ struct {
 	// Ledger, if set, checks the charges at every curr/donor change. Set
 	// before start.
 	Ledger Ledger
+	// nrDL is dl_nr_running: tasks in the dl tree. Written under the rq
+	// lock; read without it (pull_dl_task's scan, as rt's nrRT).
+	nrDL atomic.Int32
+	// earliestDL is this runqueue's entry in the root domain's cpudl
+	// heap: the leftmost deadline of the dl tree, 0 when it is empty
+	// (the CPU is in cpudl's free_cpus). Written under the rq lock
+	// (cpudl_set/cpudl_clear); read without it by find_later_rq.
+	earliestDL atomic.Int64
+	// DLO counts, machine-wide, the runqueues holding two or more DL
+	// tasks (dlo_count: candidates for DL pull). Shared; set before start.
+	DLO *atomic.Int32
+	// StartDLTimer arms p's dl_timer at virtual time when on the calling
+	// CPU (hrtimer_start) and returns the timer's id on that CPU's list;
+	// set by the cpu package before start.
+	StartDLTimer func(c *percpu.Ctx, p *task.Task, when int64) uint64
 	// Core is the core-scheduling state (core.go); its Leader is nil
 	// when core scheduling is off.
 	Core CoreState
@@ -301,7 +319,7 @@ func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 		if prev == r.cfsCurr && prev != nil {
 			r.putPrevEntity(prev)
 		}
-		if p != r.Idle && !p.SE.Policy.RT() {
+		if p != r.Idle && p.SE.Policy.Fair() {
 			r.setNextEntity(p)
 		}
 	}
@@ -318,10 +336,10 @@ func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 // which proxysim keeps off the shards); the new one leaves it
 // (__dequeue_entity; v2: "removed when picked").
 func (r *RQ) srqSwitchDonor(c *percpu.Ctx, prev, next *task.Task) {
-	if r.SRQCfg.Hooks != SRQHooksV2 && prev != r.Idle && !prev.SE.Policy.RT() && prev.SE.Queued && !prev.SE.Delayed && prev.SE.QueueCPU == r.CPU {
+	if r.SRQCfg.Hooks != SRQHooksV2 && prev != r.Idle && prev.SE.Policy.Fair() && prev.SE.Queued && !prev.SE.Delayed && prev.SE.QueueCPU == r.CPU {
 		r.srqPush(c, prev, false)
 	}
-	if next != r.Idle && !next.SE.Policy.RT() {
+	if next != r.Idle && next.SE.Policy.Fair() {
 		r.srqRemove(c, next)
 	}
 }
@@ -369,7 +387,8 @@ func (r *RQ) UpdateClock(c *percpu.Ctx) {
 
 // Tasks returns every queued task, RT first (audits and reports).
 func (r *RQ) Tasks() []*task.Task {
-	out := make([]*task.Task, 0, len(r.rt)+len(r.fair))
+	out := make([]*task.Task, 0, len(r.dl)+len(r.rt)+len(r.fair))
+	out = append(out, r.dl...)
 	out = append(out, r.rt...)
 	return append(out, r.fair...)
 }
@@ -402,6 +421,15 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	}
 	r.seq++
 	se.QueueSeq = r.seq
+	if se.Policy.DL() {
+		se.Queued = true
+		se.QueueCPU = r.CPU
+		r.enqueueTaskDL(c, p, flags)
+		if r.Core.Leader != nil {
+			r.coreEnqueue()
+		}
+		return
+	}
 	if se.Policy.RT() {
 		if flags&EnqueueRestore == 0 {
 			if se.Policy == task.RR && se.Slice <= 0 {
@@ -440,6 +468,12 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) bool {
 	}
 	if r.CoreEnabled() && !se.Delayed {
 		r.coreDequeue(c, flags)
+	}
+	if se.Policy.DL() {
+		r.dequeueTaskDL(c, p)
+		se.Queued = false
+		se.QueueCPU = -1
+		return true
 	}
 	if r.SRQCfg != nil && !se.Policy.RT() {
 		// __dequeue_entity (v3/v4), dequeue_task_fair (v2); a sleeper
@@ -550,6 +584,12 @@ func (r *RQ) DeactivateTask(c *percpu.Ctx, p *task.Task, flags int) {
 // balancing candidates keep the same order. The fair pick itself is
 // pickEEVDF.
 func better(a, b *task.Task) bool {
+	if ad, bd := a.SE.Policy.DL(), b.SE.Policy.DL(); ad || bd {
+		if ad != bd {
+			return ad
+		}
+		return dlLess(a, b)
+	}
 	ar, br := a.SE.Policy.RT(), b.SE.Policy.RT()
 	if ar != br {
 		return ar
@@ -570,6 +610,9 @@ func better(a, b *task.Task) bool {
 // fair pick may dequeue delayed entities on its way (pick_task_fair).
 func (r *RQ) PickNextTask(c *percpu.Ctx) *task.Task {
 	r.AssertHeld(c)
+	if len(r.dl) > 0 {
+		return r.pickNextDLEntity()
+	}
 	if len(r.rt) > 0 {
 		best := r.rt[0]
 		for _, t := range r.rt[1:] {
@@ -590,7 +633,7 @@ func (r *RQ) PickNextTask(c *percpu.Ctx) *task.Task {
 // tree and the balancers skip them).
 func (r *RQ) PickBest(ok func(*task.Task) bool) *task.Task {
 	var best *task.Task
-	for _, q := range [2][]*task.Task{r.rt, r.fair} {
+	for _, q := range [3][]*task.Task{r.dl, r.rt, r.fair} {
 		for _, t := range q {
 			// the cheap order test first: ok may take locks
 			if (best == nil || better(t, best)) && !t.SE.Delayed && ok(t) {
@@ -642,6 +685,10 @@ func (r *RQ) updateCurr(c *percpu.Ctx) bool {
 	se := &donor.SE
 	if mutantChargeCurr() && curr != r.Idle {
 		se = &curr.SE // the mistake: class time charged to the execution context
+	}
+	if se.Policy.DL() {
+		r.updateCurrDL(c, se, delta)
+		return false
 	}
 	if se.Policy.RT() {
 		if se.Policy == task.RR {
@@ -711,6 +758,8 @@ func (r *RQ) CheckPreemptCurr(c *percpu.Ctx, p *task.Task) {
 		return
 	}
 	switch {
+	case p.SE.Policy.DL() || d.SE.Policy.DL():
+		r.wakeupPreemptDL(c, p, d)
 	case p.SE.Policy.RT() && !d.SE.Policy.RT():
 		r.ReschedCurr(c)
 	case p.SE.Policy.RT() && d.SE.Policy.RT():
@@ -767,6 +816,10 @@ func (r *RQ) Tick(c *percpu.Ctx) bool {
 	}
 	se := &d.SE
 	switch se.Policy {
+	case task.Deadline:
+		// task_tick_dl: update_curr_dl above did the work (a throttle
+		// reschedules from there).
+		return false
 	case task.FIFO:
 		return false
 	case task.RR:
@@ -785,7 +838,7 @@ func (r *RQ) Tick(c *percpu.Ctx) bool {
 		}
 		return false
 	}
-	if len(r.rt) > 0 {
+	if len(r.rt) > 0 || len(r.dl) > 0 {
 		r.SetNeedResched()
 		return true
 	}
@@ -804,6 +857,10 @@ func (r *RQ) Tick(c *percpu.Ctx) bool {
 // next.
 func (r *RQ) YieldTask(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
+	if p.SE.Policy.DL() {
+		r.yieldTaskDL(c, p)
+		return
+	}
 	r.seq++
 	p.SE.QueueSeq = r.seq
 	if !p.SE.Policy.RT() {
@@ -935,7 +992,7 @@ func SetTaskCPU(c *percpu.Ctx, p *task.Task, cpu int, keepWakeCPU bool, reason t
 		if st != task.Running && st != task.Waking && on == task.OnRQNone {
 			c.Warn(check.InvQueuedHere, p.ID, p.String(), "set_task_cpu: %v (%v, on_rq 0) moved to cpu%d while asleep", p, st, cpu)
 		}
-		if st == task.Running && !p.SE.Policy.RT() && on == task.OnRQQueued {
+		if st == task.Running && !p.SE.Policy.RT() && !p.SE.Policy.DL() && on == task.OnRQQueued {
 			c.Warn(check.InvQueuedHere, p.ID, p.String(), "set_task_cpu: running fair %v moved to cpu%d while queued, not MIGRATING", p, cpu)
 		}
 		if c.CPUOnline != nil && !c.CPUOnline(cpu) {
@@ -959,6 +1016,9 @@ func SetTaskCPU(c *percpu.Ctx, p *task.Task, cpu int, keepWakeCPU bool, reason t
 
 // Stats returns the class queue lengths (reports).
 func (r *RQ) Stats() (nrRT, nrFair int) { return len(r.rt), len(r.fair) }
+
+// NrDLQueued returns the length of the dl tree (reports, audits).
+func (r *RQ) NrDLQueued() int { return len(r.dl) }
 
 // PeekDonor returns rq->donor without the lock: only for audits and
 // reports with every CPU parked.

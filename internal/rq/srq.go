@@ -192,8 +192,8 @@ func (r *RQ) srqEnqueue(c *percpu.Ctx, p *task.Task, flags int, nrBefore int32) 
 			s.Overload.Store(true)
 		}
 	}
-	if p.SE.Policy.RT() {
-		return
+	if p.SE.Policy.RT() || p.SE.Policy.DL() {
+		return // only fair tasks are linked on a shard
 	}
 	switch cfg.Hooks {
 	case SRQHooksV2:

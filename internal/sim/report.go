@@ -138,6 +138,12 @@ func FormatSummary(w io.Writer, s *Summary) {
 		fmt.Fprintf(w, "  proxy             picks %d, proxy_migrate_task calls %d, proxy_needs_return dequeues %d, proxy_activate wake-ups %d,\n", c["proxy_pick_same_rq"], c["proxy_migrations"], c["return_migrations"], c["proxy_activates"])
 		fmt.Fprintf(w, "                    parked on sleeping owners %d, activated %d, donor hand-offs %d, resched idle %d\n", c["sleeping_owner_enqueues"], c["blocked_waiter_activations"], c["donor_handoffs"], c["proxy_resched_idle"])
 	}
+	if c := s.Counters; c["dl_replenishments"]+c["dl_admission_rejections"] > 0 {
+		// SCHED_DEADLINE tasks ran (every DL task gets a first budget) or
+		// one was refused.
+		fmt.Fprintf(w, "  deadline          throttles %d, replenishments %d, pushes %d, pulls %d, donor picks %d, admission rejections %d\n",
+			c["dl_throttles"], c["dl_replenishments"], c["dl_pushes"], c["dl_pulls"], c["dl_donor_picks"], c["dl_admission_rejections"])
+	}
 	if b := s.Bench; b != nil {
 		fmt.Fprintf(w, "  benchmark         %s case %d:", b.Bench, b.Case)
 		switch {

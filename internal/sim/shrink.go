@@ -269,6 +269,11 @@ func mutexesOK(s *workload.Scenario) bool {
 			if (op.Kind == task.OpLock || op.Kind == task.OpUnlock) && op.MutexMode == workload.MutexFixed && op.Mutex >= len(s.Mutexes) {
 				return false
 			}
+			if (op.Kind == task.OpWWLock || op.Kind == task.OpWWUnlock) && op.MutexMode == workload.MutexFixed && len(s.WW) > 0 {
+				// a ww_mutex named by index: its index moves with the
+				// plain mutexes before it
+				return false
+			}
 		}
 	}
 	return true
@@ -279,7 +284,7 @@ func mutexesOK(s *workload.Scenario) bool {
 func dropOp(p []workload.Op, k int) []workload.Op {
 	out := append(append([]workload.Op(nil), p[:k]...), p[k+1:]...)
 	for i := range out {
-		if out[i].Kind == task.OpLoop || out[i].Kind == task.OpChoose {
+		if out[i].Kind == task.OpLoop || out[i].Kind == task.OpChoose || out[i].Kind == task.OpWWLock {
 			if out[i].Jump > k {
 				out[i].Jump--
 			}

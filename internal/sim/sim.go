@@ -321,6 +321,12 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	for _, name := range sc.Mutexes {
 		m.AddMutex(name)
 	}
+	for _, w := range sc.WW {
+		k := m.AddWWClass(w.Name, w.WaitDie)
+		for j := 0; j < w.Count; j++ {
+			m.AddWWMutex(fmt.Sprintf("%s%d", w.Name, j), k)
+		}
+	}
 	if o.OnSetup != nil {
 		o.OnSetup(0, sc.NumTasks())
 	}
@@ -354,7 +360,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		if c < 0 {
 			c = p.Mask.Next(0)
 		}
-		if _, err := m.AddTask(cpu.TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio,
+		if _, err := m.AddTask(cpu.TaskSpec{Name: p.Name, Group: p.Group, Policy: p.Policy, Prio: p.Prio, DL: p.DL,
 			Mask: p.Mask, Prog: p.Prog, CPU: c, Cookie: p.Cookie, Seed: o.Seed + uint64(i)*0x9e3779b97f4a7c15}); err != nil {
 			return nil, err
 		}
@@ -378,6 +384,13 @@ func interruptibleLocks(plans []workload.TaskPlan, prob float64, seed uint64) {
 		seen[p.Prog] = true
 		for k := range p.Prog.Ops {
 			op := &p.Prog.Ops[k]
+			if op.Kind == task.OpWWLock && op.LockMode == task.LockUninterruptible {
+				// ww_mutex_lock_interruptible (there is no killable one)
+				if rng.Float64() < prob {
+					op.LockMode = task.LockInterruptible
+				}
+				continue
+			}
 			if op.Kind != task.OpLock || op.LockMode != task.LockUninterruptible {
 				continue
 			}

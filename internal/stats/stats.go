@@ -99,6 +99,18 @@ const (
 	CoreForceIdleNs        // core scheduling: forced-idle CPU time (core_forceidle_count x elapsed ns), the accounting's reference
 	CoreForceIdleChargedNs // core scheduling: forced-idle ns charged to tasks (__sched_core_account_forceidle, core_forceidle_sum)
 	CoreFlipRepicks        // core scheduling: a core-wide pick found core scheduling switched off after a lock drop and picked the plain way (finding F7's re-check)
+	WWWounds               // ww_mutex Wound-Wait: a younger holder's context wounded (__ww_mutex_wound)
+	WWDies                 // ww_mutex Wait-Die: a younger waiter woken to die (__ww_mutex_die)
+	WWEDEADLK              // ww_mutex waits that returned -EDEADLK (died, or wounded)
+	WWBackoffs             // ww acquire contexts that backed off after -EDEADLK (released their locks)
+	WWAcquires             // ww_mutexes taken under an acquire context
+	ExitsWithRefs          // do_exit with references outstanding (a wake_q entry) or a proxy list pointing at the task
+	DLThrottles            // SCHED_DEADLINE: budgets exhausted (dl_throttled set)
+	DLReplenishments       // SCHED_DEADLINE: budgets refilled (replenish_dl_entity, a new period)
+	DLPushes               // SCHED_DEADLINE: tasks pushed to a later-deadline CPU (push_dl_task)
+	DLPulls                // SCHED_DEADLINE: tasks pulled from a DL-overloaded CPU (pull_dl_task)
+	DLDonorPicks           // SCHED_DEADLINE: picks where a DL donor runs another task (its mutex owner)
+	DLAdmissionFails       // SCHED_DEADLINE: sched_setattr refused by admission control (-EBUSY)
 	DelayedDequeues        // EEVDF: sleep dequeues kept queued as sched_delayed (DELAY_DEQUEUE)
 	DelayedRequeues        // EEVDF: delayed entities requeued by a wake-up (ttwu_runnable, ENQUEUE_DELAYED)
 	DelayedBlocks          // EEVDF: delayed entities dequeued for good when picked (__block_task)
@@ -130,6 +142,8 @@ var CounterNames = [NumCounters]string{
 	"hotplug_offline", "hotplug_online", "hotplug_pushed", "fallback_rq", "affinity_broken", "migrate_disabled_proxy",
 	"core_flips", "core_lock_retries", "core_forceidle_ns", "core_forceidle_charged_ns",
 	"core_flip_repicks",
+	"ww_wounds", "ww_dies", "ww_edeadlk", "ww_backoffs", "ww_acquires", "exits_with_refs",
+	"dl_throttles", "dl_replenishments", "dl_pushes", "dl_pulls", "dl_donor_picks", "dl_admission_rejections",
 	"delayed_dequeues", "delayed_requeues", "delayed_blocks", "fpt_delayed_owners",
 	"eevdf_picks_protected", "eevdf_picks_searched",
 }

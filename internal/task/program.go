@@ -28,10 +28,18 @@ const (
 	OpMigrateEnable                // migrate_enable(): end the innermost migrate_disable region
 	OpCPUOffline                   // echo 0 > /sys/devices/system/cpu/cpuN/online (CPU): request, do not wait
 	OpCPUOnline                    // echo 1 > /sys/devices/system/cpu/cpuN/online (CPU): request, do not wait
+	// The ww_mutex instructions (include/linux/ww_mutex.h). A task has at
+	// most one acquire context open.
+	OpWWInit     // ww_acquire_init(ctx, class Class): open a context with the class's next stamp
+	OpWWLock     // ww_mutex_lock(Mutex, ctx) (or _interruptible: LockMode); -EDEADLK or -EINTR backs off and jumps to Jump
+	OpWWLockSlow // ww_mutex_lock_slow(ctx's contended lock, ctx) after a back-off; nothing if none is pending
+	OpWWUnlock   // ww_mutex_unlock(Mutex)
+	OpWWFini     // ww_acquire_fini(ctx): close the context (it must hold nothing)
 	NumOps
 )
 
-var opNames = [NumOps]string{"compute", "lock", "unlock", "sleep", "wait", "wake", "yield", "affinity", "setprio", "loop", "choose", "exit", "cookie", "signal", "kill", "migrate_disable", "migrate_enable", "offline", "online"}
+var opNames = [NumOps]string{"compute", "lock", "unlock", "sleep", "wait", "wake", "yield", "affinity", "setprio", "loop", "choose", "exit", "cookie", "signal", "kill", "migrate_disable", "migrate_enable", "offline", "online",
+	"ww_acquire_init", "ww_lock", "ww_lock_slow", "ww_unlock", "ww_acquire_fini"}
 
 func (k OpKind) String() string {
 	if k < NumOps {
@@ -69,6 +77,9 @@ func (op *Op) Name() string {
 	if op.Kind == OpLock && int(op.LockMode) < len(lockModeNames) {
 		return lockModeNames[op.LockMode]
 	}
+	if op.Kind == OpWWLock && op.LockMode == LockInterruptible {
+		return "ww_lock_interruptible"
+	}
 	return op.Kind.String()
 }
 
@@ -79,6 +90,9 @@ func ParseOpName(s string) (OpKind, LockMode, bool) {
 		if i > 0 && n == s {
 			return OpLock, LockMode(i), true
 		}
+	}
+	if s == "ww_lock_interruptible" {
+		return OpWWLock, LockInterruptible, true
 	}
 	k, ok := ParseOpKind(s)
 	return k, LockUninterruptible, ok
@@ -105,13 +119,15 @@ type Op struct {
 	// matching unlock (Program.Link sets it).
 	LockMode LockMode
 	EINTRPC  int
-	Target   int    // OpWake, OpSignal, OpKill, OpAffinity, OpSetPrio: task id (0: self)
-	Mask     Mask   // OpAffinity
-	Policy   Policy // OpSetPrio
-	Prio     int    // OpSetPrio: nice for Normal, rtprio for FIFO/RR
-	CPU      int    // OpCPUOffline, OpCPUOnline: the CPU
-	Jump     int    // OpLoop, OpChoose: target pc
-	Count    int    // OpLoop: iterations (0: forever)
+	Target   int      // OpWake, OpSignal, OpKill, OpAffinity, OpSetPrio: task id (0: self)
+	Mask     Mask     // OpAffinity
+	Policy   Policy   // OpSetPrio
+	Prio     int      // OpSetPrio: nice for Normal, rtprio for FIFO/RR
+	DL       DLParams // OpSetPrio with Policy Deadline: sched_attr's runtime, deadline, period
+	CPU      int      // OpCPUOffline, OpCPUOnline: the CPU
+	Jump     int      // OpLoop, OpChoose: target pc; OpWWLock: where a back-off goes on
+	Class    int      // OpWWInit: ww_class index
+	Count    int      // OpLoop: iterations (0: forever)
 	Prob     float64
 }
 
@@ -169,7 +185,7 @@ func (pr *Program) Validate(nMutex, nTask int) error {
 	}
 	for i, op := range pr.Ops {
 		switch op.Kind {
-		case OpLock, OpUnlock:
+		case OpLock, OpUnlock, OpWWLock, OpWWUnlock:
 			if op.Mutex < 0 || op.Mutex >= nMutex {
 				return fmt.Errorf("op %d (%s): mutex %d out of range 0-%d", i, op.Kind, op.Mutex, nMutex-1)
 			}
@@ -180,7 +196,13 @@ func (pr *Program) Validate(nMutex, nTask int) error {
 			if (op.Kind == OpWake || op.Kind == OpSignal || op.Kind == OpKill) && op.Target == 0 {
 				return fmt.Errorf("op %d (%s): needs a target task", i, op.Kind)
 			}
-		case OpLoop, OpChoose:
+		case OpWWInit:
+			if op.Class < 0 {
+				return fmt.Errorf("op %d (%s): bad ww class %d", i, op.Kind, op.Class)
+			}
+		}
+		switch op.Kind {
+		case OpLoop, OpChoose, OpWWLock:
 			if op.Jump < 0 || op.Jump >= len(pr.Ops) {
 				return fmt.Errorf("op %d (%s): jump target %d out of range 0-%d", i, op.Kind, op.Jump, len(pr.Ops)-1)
 			}

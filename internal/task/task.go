@@ -77,17 +77,27 @@ const (
 	FIFO                     // SCHED_FIFO
 	RR                       // SCHED_RR
 	IdlePolicy               // the per-CPU idle task
+	Deadline                 // SCHED_DEADLINE (EDF + CBS)
 )
 
-var policyNames = [...]string{"normal", "fifo", "rr", "idle"}
+var policyNames = [...]string{"normal", "fifo", "rr", "idle", "deadline"}
 
 func (p Policy) String() string { return policyNames[p] }
 
-// RT reports whether the policy is a real-time one.
+// RT reports whether the policy is a real-time one (FIFO or RR; not
+// DEADLINE, which is its own class above RT).
 func (p Policy) RT() bool { return p == FIFO || p == RR }
+
+// DL reports whether the policy is SCHED_DEADLINE (dl_policy).
+func (p Policy) DL() bool { return p == Deadline }
+
+// Fair reports whether the policy belongs to the fair class (neither RT
+// nor DEADLINE).
+func (p Policy) Fair() bool { return !p.RT() && !p.DL() }
 
 // Kernel priority values.
 const (
+	DLPrio      = -1 // MAX_DL_PRIO - 1: every SCHED_DEADLINE task
 	MaxRTPrio   = 100
 	DefaultPrio = 120 // nice 0
 	IdlePrio    = 140
@@ -155,6 +165,55 @@ type SchedEntity struct {
 	// Runnable is the clock (of the CPU that did it) when the task last
 	// started waiting to run: enqueued, or switched out while queued.
 	Runnable int64
+
+	// DL is sched_dl_entity (SCHED_DEADLINE only; see internal/rq/dl.go).
+	DL DLEntity
+}
+
+// DLParams are a SCHED_DEADLINE task's sched_attr: runtime <= deadline <=
+// period, in ns.
+type DLParams struct {
+	Runtime  int64
+	Deadline int64
+	Period   int64
+}
+
+// DLEntity is struct sched_dl_entity. Protected by the rq lock of
+// task_cpu(p), as the rest of SchedEntity.
+type DLEntity struct {
+	DLParams       // dl_runtime, dl_deadline, dl_period
+	BW       int64 // dl_bw: to_ratio(dl_period, dl_runtime)
+	Density  int64 // dl_density: to_ratio(dl_deadline, dl_runtime)
+	Runtime  int64 // runtime: what is left of this instance's budget
+	Deadline int64 // deadline: the absolute deadline (rq clock)
+	// Throttled is dl_throttled: the budget is exhausted; the entity is
+	// off the dl tree (the task stays on_rq) until the dl_timer
+	// replenishes it.
+	Throttled bool
+	// OnDLRQ is on_dl_rq(): in the runqueue's dl tree (counted in
+	// nr_running). A throttled task is queued (on_rq) but not here.
+	OnDLRQ bool
+	// TimerQueued is hrtimer_is_queued(&dl_timer): a replenishment timer
+	// is armed for this task; TimerCPU and TimerID name it on its CPU's
+	// timer list (the kernel has one hrtimer per task, re-armed in place;
+	// the model's list entries are told apart by id, so that an entry
+	// left behind by a policy change is ignored when it fires).
+	TimerQueued bool
+	TimerCPU    int
+	TimerID     uint64
+	Yielded     bool // dl_yielded: sched_yield throttles until the next period
+}
+
+// BWShift is BW_SHIFT: bandwidths are fixed-point fractions of 2^20.
+const BWShift = 20
+
+// ToRatio is to_ratio(period, runtime): runtime/period as a BW_SHIFT
+// fixed-point fraction.
+func ToRatio(period, runtime int64) int64 {
+	if period == 0 {
+		return 0
+	}
+	return (runtime << BWShift) / period
 }
 
 // Task is struct task_struct.
@@ -311,6 +370,14 @@ type Task struct {
 	// by SigLock.
 	sigUsr bool
 
+	// usage is tsk->usage (refcount_t, get_task_struct/put_task_struct):
+	// the task's own reference from fork, dropped at its last switch-out
+	// after do_exit (finish_task_switch), plus one per holder (a wake_q
+	// entry). freed is set when it drops to zero: the task struct is
+	// gone, and any later use is a use-after-free (invariant 53).
+	usage atomic.Int32
+	freed atomic.Bool
+
 	// Exec is the task's own execution state: touched only by the CPU that
 	// runs the task.
 	Exec ExecState
@@ -360,6 +427,9 @@ type ExecState struct {
 	TimerID   uint64 // that timer's id
 	ReqStart  int64  // when the request being served began (its complete()); 0: none
 	SpinTurns int64  // turns of the current optimistic spin
+	Reaped    bool   // the last switch-out after exit dropped the task's own reference
+	// WW is the open ww_acquire_ctx (ww_acquire_init .. _fini), or nil.
+	WW *WWCtx
 }
 
 // New returns a task with the given id and name, fair at nice 0, allowed
@@ -379,6 +449,7 @@ func New(id int, name string, ncpu, cpu int) *Task {
 	p.SE.QueueCPU = -1
 	p.Exec.TimerCPU = -1
 	p.PinnedCPU = -1
+	p.usage.Store(1)
 	return p
 }
 
@@ -390,6 +461,25 @@ func (p *Task) AllowedOn(cpu int) bool {
 	}
 	return p.CPUsMask.Has(cpu)
 }
+
+// GetTaskStruct is get_task_struct(p).
+func (p *Task) GetTaskStruct() { p.usage.Add(1) }
+
+// PutTaskStruct is put_task_struct(p); it reports whether that was the
+// last reference (the task struct is freed).
+func (p *Task) PutTaskStruct() bool {
+	if p.usage.Add(-1) == 0 {
+		p.freed.Store(true)
+		return true
+	}
+	return false
+}
+
+// Freed reports whether p's last reference was dropped.
+func (p *Task) Freed() bool { return p.freed.Load() }
+
+// Refs is refcount_read(&p->usage).
+func (p *Task) Refs() int32 { return p.usage.Load() }
 
 // SetNice makes the task fair at the given nice value. The caller holds
 // the rq lock or owns the task before it is visible to the machine.
@@ -407,6 +497,52 @@ func (p *Task) SetRT(policy Policy, rtprio int) {
 	p.SE.RTPriority = rtprio
 	p.SE.Prio = MaxRTPrio - 1 - rtprio
 	p.SE.Weight = NiceWeight(0)
+}
+
+// SetDL makes the task SCHED_DEADLINE with the given parameters
+// (__setparam_dl): the static values only; the first enqueue under the
+// new policy sets the runtime and the absolute deadline. A zero period
+// means the deadline. The caller holds the rq lock or owns the task.
+func (p *Task) SetDL(a DLParams) {
+	if a.Period == 0 {
+		a.Period = a.Deadline
+	}
+	p.SE.Policy = Deadline
+	p.SE.Prio = DLPrio
+	p.SE.RTPriority = 0
+	p.SE.Weight = NiceWeight(0)
+	dl := &p.SE.DL
+	dl.DLParams = a
+	dl.BW = ToRatio(a.Period, a.Runtime)
+	dl.Density = ToRatio(a.Deadline, a.Runtime)
+	dl.Yielded = false
+}
+
+// DLTask is dl_task(p): the task's policy is SCHED_DEADLINE.
+func (p *Task) DLTask() bool { return p.SE.Policy.DL() }
+
+// CheckDLParams is __checkparam_dl without the sysctl period bounds'
+// defaults changed: deadline != 0, runtime >= 1024 ns (DL_SCALE),
+// runtime <= deadline <= period, period within 100 us .. ~4.2 s. It
+// returns what is wrong, or "".
+func CheckDLParams(a DLParams) string {
+	period := a.Period
+	if period == 0 {
+		period = a.Deadline
+	}
+	switch {
+	case a.Deadline == 0:
+		return "deadline must not be 0"
+	case a.Runtime < 1<<10:
+		return fmt.Sprintf("runtime %d ns below 1024 ns (DL_SCALE)", a.Runtime)
+	case a.Deadline < a.Runtime:
+		return fmt.Sprintf("deadline %d ns below runtime %d ns", a.Deadline, a.Runtime)
+	case period < a.Deadline:
+		return fmt.Sprintf("period %d ns below deadline %d ns", period, a.Deadline)
+	case period < 100_000 || period > (1<<22)*1000:
+		return fmt.Sprintf("period %d ns outside 100us..%dus (sched_deadline_period_min/max_us)", period, 1<<22)
+	}
+	return ""
 }
 
 func (p *Task) String() string {

@@ -459,6 +459,13 @@ func (x *exporter) instant(e *Event) {
 		p.argInt("turns", int64(e.C))
 	case EvCoreFlip:
 		p.argBool("on", e.Task == 1)
+	case EvWWWound, EvWWDie:
+		task()
+		p.argInt("mutex", int64(e.A))
+		p.argStr("by", x.name(e.B))
+	case EvWWBackoff:
+		task()
+		p.argInt("mutex", int64(e.A))
 	case EvSpuriousWake:
 		task()
 		p.argInt("mutex", int64(e.A))
@@ -489,6 +496,17 @@ func (x *exporter) instant(e *Event) {
 	case EvSetPrio:
 		task()
 		p.argInt("prio", int64(e.A))
+	case EvDLThrottle:
+		task()
+		p.argInt("runtime_us", int64(e.A))
+		p.argBool("constrained", e.B == 1)
+	case EvDLReplenish:
+		task()
+		p.argInt("runtime_us", int64(e.A))
+		p.argInt("deadline_in_us", int64(e.B))
+	case EvDLAdmission:
+		task()
+		p.argBool("refused", e.A == 1)
 	case EvLoadBalance:
 		task()
 		p.argInt("from", int64(e.A))

@@ -50,6 +50,12 @@ const (
 	EvHotplug                    // A=cpu, B=Hotplug* step
 	EvMigrateDisable             // Task, A=new migration_disabled depth
 	EvCoreFlip                   // Task=1 if switched on, 0 if off: core scheduling flipped on every core (__sched_core_flip)
+	EvWWWound                    // Task=wounded owner, A=mutex, B=wounder
+	EvWWDie                      // Task=waiter woken to die, A=mutex, B=locker
+	EvWWBackoff                  // Task, A=mutex: a ww wait returned -EDEADLK (B=1: from the wait loop, 0: before queueing)
+	EvDLThrottle                 // Task (the DL entity charged), A=runtime left in us, B=1 if constrained-deadline throttle at activation
+	EvDLReplenish                // Task, A=new runtime in us, B=deadline - rq clock in us
+	EvDLAdmission                // Task, A=1 if refused (-EBUSY)
 	EvDelayed                    // Task, A=cpu, B=1 if its sleep dequeue was delayed (sched_delayed set), 0 if a wake-up requeued it
 	NumKinds
 )
@@ -58,7 +64,9 @@ var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "
 	"block", "donor_keep", "proxy_pick", "resched_idle", "park_on_owner", "activate_waiter", "is_blocked", "ipi", "tick",
 	"preempt", "sleep", "exit", "violation", "affinity", "setprio", "load_balance", "blocked_on_clear",
 	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end",
-	"srq_pop", "srq_recheck", "srq_drain", "hotplug", "migrate_disable", "core_flip", "delayed"}
+	"srq_pop", "srq_recheck", "srq_drain", "hotplug", "migrate_disable", "core_flip",
+	"ww_wound", "ww_die", "ww_backoff",
+	"dl_throttle", "dl_replenish", "dl_admission", "delayed"}
 
 // Why a shared_runq pull failed its recheck under task_rq_lock
 // (EvSRQRecheck's A).

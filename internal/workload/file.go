@@ -43,15 +43,24 @@
 //   - groups: non-empty array of task groups.
 //   - core_sched: "on" (= "5.14"), "5.14", "v3" or "off": core
 //     scheduling for this scenario (--core-sched overrides it).
+//   - ww: array of ww classes {"name": C, "wait_die": B, "count": N}: a
+//     ww_class (Wait-Die if wait_die is true, else Wound-Wait) and its N
+//     ww_mutexes, named C0 .. C(N-1) (mutex names: they must not clash
+//     with mutexes).
 //
 // Group keys:
 //
 //   - name: required, unique. A group of count > 1 names its tasks NAME-0,
 //     NAME-1, ...
 //   - count: number of identical tasks, default 1.
-//   - policy: "normal" (default), "fifo" or "rr".
+//   - policy: "normal" (default), "fifo", "rr" or "deadline".
 //   - priority: the nice value (-20..19) for normal, the rt priority (1..99)
-//     for fifo and rr; default 0.
+//     for fifo and rr, 0 for deadline; default 0.
+//   - runtime, deadline, period: durations, the sched_attr of policy
+//     deadline (required but period, which defaults to deadline; runtime
+//     <= deadline <= period, period 100us..4.19s). The deadline groups'
+//     summed bandwidth (runtime/period) must fit 95% of the machine's CPUs
+//     (admission control): the scenario is refused otherwise.
 //   - cpus: the tasks' affinity as a cpulist ("0-3,8") or "all"; default all
 //     CPUs. It is checked against the machine size when the scenario is
 //     planned.
@@ -59,6 +68,9 @@
 //     for its "$N" locks; at most the number of mutexes.
 //   - cookie: the tasks' core-scheduling cookie, an integer >= 0
 //     (default 0: untagged); only core scheduling reads it.
+//   - ww: the ww class (a name from ww) whose context ww_acquire_init
+//     opens; ww_slots: how many of its ww_mutexes each task draws, in a
+//     random order, for its "$N" ww locks.
 //   - program: non-empty array of instructions, numbered from 0 (the pc).
 //
 // Each instruction is an object with exactly one key:
@@ -87,7 +99,10 @@
 //     run time) or "all": true. An optional target "group" with "index" or
 //     "offset", as for wake, applies it to another task; default: self.
 //   - {"setprio": {"policy": P, "priority": N}}: sched_setscheduler, with
-//     the same optional target as affinity.
+//     the same optional target as affinity. Policy "deadline" takes
+//     "runtime", "deadline" and "period" as a group does; at run time a
+//     change that admission control refuses fails (-EBUSY) and changes
+//     nothing.
 //   - {"loop": {"to": PC, "count": N}}: jump to PC; with a count, N times
 //     and then fall through (0 or absent: forever).
 //   - {"choose": {"p": X, "to": PC}}: jump to PC with probability X (0..1),
@@ -102,6 +117,14 @@
 //   - {"offline": N}, {"online": N}: CPU hotplug: take CPU N down, or bring
 //     it back up (a write to /sys/devices/system/cpu/cpuN/online that does
 //     not wait for completion). N must be below the machine's CPUs.
+//   - {"ww_acquire_init": true}, {"ww_acquire_fini": true}: open and close
+//     an acquire context of the group's ww class.
+//   - {"ww_lock": {"mutex": M, "retry": PC}} (or "ww_lock_interruptible"):
+//     ww_mutex_lock of a ww_mutex (a name, or "$N" for the task's N-th ww
+//     slot) with the open context (none: ww_mutex_lock(lock, NULL));
+//     -EDEADLK or -EINTR releases the context's ww_mutexes and jumps to
+//     PC, where {"ww_lock_slow": true} takes the contended lock.
+//   - {"ww_unlock": M}: ww_mutex_unlock.
 //
 // ParseFile and Parse read this format; Encode writes it, one instruction
 // per line, and Parse(Encode(s)) gives back s.
@@ -434,11 +457,63 @@ func (p *parser) policy(n *node, path string) (task.Policy, error) {
 		return task.FIFO, nil
 	case "rr":
 		return task.RR, nil
+	case "deadline":
+		return task.Deadline, nil
 	}
-	return 0, p.errf(n, path, "unknown policy %q (want normal, fifo or rr)", s)
+	return 0, p.errf(n, path, "unknown policy %q (want normal, fifo, rr or deadline)", s)
+}
+
+// dlParams reads a SCHED_DEADLINE sched_attr from the keys runtime,
+// deadline and period of f (durations; period defaults to deadline) and
+// checks it as __checkparam_dl does. For any other policy the keys must
+// be absent.
+func (p *parser) dlParams(n *node, f map[string]*member, path string, pol task.Policy) (task.DLParams, error) {
+	var a task.DLParams
+	if pol != task.Deadline {
+		for _, k := range []string{"runtime", "deadline", "period"} {
+			if m := f[k]; m != nil {
+				return a, p.errf(m.val, path+"."+k, "%q is for policy deadline only", k)
+			}
+		}
+		return a, nil
+	}
+	for _, k := range []struct {
+		name string
+		dst  *int64
+		req  bool
+	}{{"runtime", &a.Runtime, true}, {"deadline", &a.Deadline, true}, {"period", &a.Period, false}} {
+		m := f[k.name]
+		if m == nil {
+			if k.req {
+				return a, p.errf(n, path, "policy deadline needs key %q", k.name)
+			}
+			continue
+		}
+		lo, hi, err := p.duration(m.val, path+"."+k.name)
+		if err != nil {
+			return a, err
+		}
+		if hi != 0 {
+			return a, p.errf(m.val, path+"."+k.name, "a fixed duration, not a range")
+		}
+		*k.dst = lo
+	}
+	if why := task.CheckDLParams(a); why != "" {
+		return a, p.errf(n, path, "sched_setattr: %s (-EINVAL)", why)
+	}
+	if a.Period == 0 {
+		a.Period = a.Deadline
+	}
+	return a, nil
 }
 
 func (p *parser) checkPrio(n *node, path string, pol task.Policy, prio int) error {
+	if pol == task.Deadline {
+		if prio != 0 {
+			return p.errf(n, path, "priority %d for policy deadline (sched_priority must be 0)", prio)
+		}
+		return nil
+	}
 	if pol == task.Normal {
 		if prio < -20 || prio > 19 {
 			return p.errf(n, path, "nice %d out of range -20..19 for policy normal", prio)
@@ -505,15 +580,17 @@ type scope struct {
 	s       *Scenario
 	mutexes map[string]int
 	groups  map[string]int
+	ww      map[string]int  // ww class name -> Scenario.WW index
+	hasWW   map[string]bool // groups with a "ww" key
 }
 
 func (p *parser) scenario(root *node) (*Scenario, error) {
-	f, err := p.fields(root, "", "name", "cpus", "topology", "core_sched", "mutexes", "groups")
+	f, err := p.fields(root, "", "name", "cpus", "topology", "core_sched", "mutexes", "ww", "groups")
 	if err != nil {
 		return nil, err
 	}
 	s := &Scenario{}
-	sc := &scope{s: s, mutexes: map[string]int{}, groups: map[string]int{}}
+	sc := &scope{s: s, mutexes: map[string]int{}, groups: map[string]int{}, hasWW: map[string]bool{}}
 	if m := f["name"]; m != nil {
 		if s.Name, err = p.str(m.val, "name"); err != nil {
 			return nil, err
@@ -573,6 +650,11 @@ func (p *parser) scenario(root *node) (*Scenario, error) {
 			s.Mutexes = append(s.Mutexes, name)
 		}
 	}
+	if m := f["ww"]; m != nil {
+		if err := p.wwClasses(sc, m.val); err != nil {
+			return nil, err
+		}
+	}
 	m := f["groups"]
 	if m == nil {
 		return nil, p.errf(root, "", "missing key \"groups\"")
@@ -607,7 +689,7 @@ func (p *parser) scenario(root *node) (*Scenario, error) {
 }
 
 func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) error {
-	f, err := p.fields(n, path, "name", "count", "policy", "priority", "cpus", "slots", "cookie", "program")
+	f, err := p.fields(n, path, "name", "count", "policy", "priority", "runtime", "deadline", "period", "cpus", "slots", "cookie", "ww", "ww_slots", "program")
 	if err != nil {
 		return err
 	}
@@ -651,6 +733,9 @@ func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) 
 	if err := p.checkPrio(prioNode, path+".priority", g.Policy, g.Prio); err != nil {
 		return err
 	}
+	if g.DL, err = p.dlParams(n, f, path, g.Policy); err != nil {
+		return err
+	}
 	if m := f["cpus"]; m != nil {
 		p.lines[path+".cpus"] = p.line(m.val.off)
 		if g.CPUs, err = p.str(m.val, path+".cpus"); err != nil {
@@ -678,6 +763,29 @@ func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) 
 		}
 		g.Cookie = uint64(ck)
 	}
+	if m := f["ww"]; m != nil {
+		name, err := p.str(m.val, path+".ww")
+		if err != nil {
+			return err
+		}
+		k, ok := sc.ww[name]
+		if !ok {
+			return p.errf(m.val, path+".ww", "unknown ww class %q", name)
+		}
+		g.WWSet = k
+		sc.hasWW[g.Name] = true
+	}
+	if m := f["ww_slots"]; m != nil {
+		if g.WWSlots, err = p.int(m.val, path+".ww_slots"); err != nil {
+			return err
+		}
+		if !sc.hasWW[g.Name] {
+			return p.errf(m.val, path+".ww_slots", "ww_slots without a ww class")
+		}
+		if max := sc.s.WW[g.WWSet].Count; g.WWSlots < 0 || g.WWSlots > max {
+			return p.errf(m.val, path+".ww_slots", "%d ww slots out of range 0..%d (the class's ww_mutexes)", g.WWSlots, max)
+		}
+	}
 	m = f["program"]
 	if m == nil {
 		return p.errf(n, path, "missing key \"program\"")
@@ -699,7 +807,7 @@ var instructionNames = func() string {
 		}
 		b.WriteString(k.String())
 	}
-	b.WriteString(", lock_interruptible, lock_killable")
+	b.WriteString(", lock_interruptible, lock_killable, ww_lock_interruptible")
 	return b.String()
 }()
 
@@ -821,7 +929,7 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 		return p.target(sc, f, path, op)
 
 	case task.OpSetPrio:
-		f, err := p.fields(v, path, "policy", "priority", "group", "index", "offset")
+		f, err := p.fields(v, path, "policy", "priority", "runtime", "deadline", "period", "group", "index", "offset")
 		if err != nil {
 			return err
 		}
@@ -839,6 +947,9 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 			}
 		}
 		if err := p.checkPrio(prioNode, path+".priority", op.Policy, op.Prio); err != nil {
+			return err
+		}
+		if op.DL, err = p.dlParams(v, f, path, op.Policy); err != nil {
 			return err
 		}
 		return p.target(sc, f, path, op)
@@ -879,7 +990,7 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 		op.Jump, err = p.jump(g, v, f, path)
 		return err
 
-	case task.OpYield, task.OpWait, task.OpExit, task.OpMigrateDisable, task.OpMigrateEnable:
+	case task.OpYield, task.OpWait, task.OpExit, task.OpMigrateDisable, task.OpMigrateEnable, task.OpWWLockSlow, task.OpWWFini:
 		return p.isTrue(v, path)
 
 	case task.OpCPUOffline, task.OpCPUOnline:
@@ -890,6 +1001,33 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 			return p.errf(v, path, "cpu %d out of range 0..%d", op.CPU, task.MaxCPUs-1)
 		}
 		return nil
+	case task.OpWWInit:
+		if !sc.hasWW[g.Name] {
+			return p.errf(v, path, "group %q has no ww class (\"ww\")", g.Name)
+		}
+		return p.isTrue(v, path) // Plan sets the class: the group's
+
+	case task.OpWWLock:
+		f, err := p.fields(v, path, "mutex", "retry")
+		if err != nil {
+			return err
+		}
+		m := f["mutex"]
+		if m == nil {
+			return p.errf(v, path, "missing key \"mutex\"")
+		}
+		if err := p.wwMutex(sc, g, m.val, path+".mutex", op); err != nil {
+			return err
+		}
+		r := f["retry"]
+		if r == nil {
+			return p.errf(v, path, "missing key \"retry\"")
+		}
+		op.Jump, err = p.jump(g, v, map[string]*member{"to": r}, path)
+		return err
+
+	case task.OpWWUnlock:
+		return p.wwMutex(sc, g, v, path, op)
 
 	case task.OpCookie:
 		if op.Prio, err = p.int(v, path); err != nil {
@@ -901,6 +1039,92 @@ func (p *parser) instruction(sc *scope, g *Group, n *node, path string, op *Op) 
 		return nil
 	}
 	return p.errf(v, path, "instruction %s not supported in scenario files", kind)
+}
+
+// wwClasses reads the top-level "ww" list: classes and their ww_mutexes,
+// named after the class, indexed after the plain mutexes.
+func (p *parser) wwClasses(sc *scope, n *node) error {
+	elems, err := p.array(n, "ww")
+	if err != nil {
+		return err
+	}
+	sc.ww = map[string]int{}
+	next := len(sc.s.Mutexes)
+	for i, e := range elems {
+		path := fmt.Sprintf("ww[%d]", i)
+		f, err := p.fields(e, path, "name", "wait_die", "count")
+		if err != nil {
+			return err
+		}
+		var w WWSet
+		m := f["name"]
+		if m == nil {
+			return p.errf(e, path, "missing key \"name\"")
+		}
+		if w.Name, err = p.str(m.val, path+".name"); err != nil {
+			return err
+		}
+		if w.Name == "" || strings.HasPrefix(w.Name, "$") {
+			return p.errf(m.val, path+".name", "bad ww class name %q", w.Name)
+		}
+		if _, dup := sc.ww[w.Name]; dup {
+			return p.errf(m.val, path+".name", "duplicate ww class %q", w.Name)
+		}
+		if m := f["wait_die"]; m != nil {
+			if m.val.kind != kBool {
+				return p.errf(m.val, path+".wait_die", "want true or false, got %s", kindNames[m.val.kind])
+			}
+			w.WaitDie = m.val.b
+		}
+		m = f["count"]
+		if m == nil {
+			return p.errf(e, path, "missing key \"count\"")
+		}
+		if w.Count, err = p.int(m.val, path+".count"); err != nil {
+			return err
+		}
+		if w.Count < 1 || w.Count > maxCount {
+			return p.errf(m.val, path+".count", "%d out of range 1..%d", w.Count, maxCount)
+		}
+		for j := 0; j < w.Count; j++ {
+			name := fmt.Sprintf("%s%d", w.Name, j)
+			if _, dup := sc.mutexes[name]; dup {
+				return p.errf(m.val, path, "ww_mutex %q clashes with another mutex name", name)
+			}
+			sc.mutexes[name] = next
+			next++
+		}
+		sc.ww[w.Name] = len(sc.s.WW)
+		sc.s.WW = append(sc.s.WW, w)
+	}
+	return nil
+}
+
+// wwMutex reads the ww_mutex of ww_lock and ww_unlock: a ww_mutex name or
+// "$N", the task's N-th ww slot.
+func (p *parser) wwMutex(sc *scope, g *Group, v *node, path string, op *Op) error {
+	name, err := p.str(v, path)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, "$") {
+		digits := name[1:]
+		slot, err := strconv.Atoi(digits)
+		if err != nil || digits == "" || strings.Trim(digits, "0123456789") != "" {
+			return p.errf(v, path, "bad ww slot %q (want $0, $1, ...)", name)
+		}
+		if slot >= g.WWSlots {
+			return p.errf(v, path, "ww slot %s out of range: group %q has %d ww slots", name, g.Name, g.WWSlots)
+		}
+		op.MutexMode, op.Mutex = MutexWWSlot, slot
+		return nil
+	}
+	idx, ok := sc.mutexes[name]
+	if !ok || idx < len(sc.s.Mutexes) {
+		return p.errf(v, path, "%q is not a ww_mutex (they are named after their ww class: C0, C1, ...)", name)
+	}
+	op.MutexMode, op.Mutex = MutexFixed, idx
+	return nil
 }
 
 // jump reads a required "to" and checks it against the program's length.
@@ -998,6 +1222,13 @@ func Encode(s *Scenario) ([]byte, error) {
 		}
 		top = append(top, `  "mutexes": [`+strings.Join(ms, ", ")+`]`)
 	}
+	if len(s.WW) > 0 {
+		ws := make([]string, len(s.WW))
+		for i, w := range s.WW {
+			ws[i] = jobj(kv{"name", w.Name}, kv{"wait_die", w.WaitDie}, kv{"count", w.Count})
+		}
+		top = append(top, `  "ww": [`+strings.Join(ws, ", ")+`]`)
+	}
 	groups := make([]string, len(s.Groups))
 	for gi := range s.Groups {
 		g := &s.Groups[gi]
@@ -1011,6 +1242,9 @@ func Encode(s *Scenario) ([]byte, error) {
 		fmt.Fprintf(&gb, "      \"count\": %d,\n", g.Count)
 		fmt.Fprintf(&gb, "      \"policy\": %q,\n", pol)
 		fmt.Fprintf(&gb, "      \"priority\": %d,\n", g.Prio)
+		if g.Policy == task.Deadline {
+			fmt.Fprintf(&gb, "      \"runtime\": %q,\n      \"deadline\": %q,\n      \"period\": %q,\n", fmtDuration(g.DL.Runtime), fmtDuration(g.DL.Deadline), fmtDuration(g.DL.Period))
+		}
 		if g.CPUs != "" {
 			fmt.Fprintf(&gb, "      \"cpus\": %s,\n", jstr(g.CPUs))
 		}
@@ -1019,6 +1253,12 @@ func Encode(s *Scenario) ([]byte, error) {
 		}
 		if g.Cookie != 0 {
 			fmt.Fprintf(&gb, "      \"cookie\": %d,\n", g.Cookie)
+		}
+		if g.WWSet >= 0 && g.WWSet < len(s.WW) && (g.WWSlots > 0 || usesWWInit(g)) {
+			fmt.Fprintf(&gb, "      \"ww\": %s,\n", jstr(s.WW[g.WWSet].Name))
+			if g.WWSlots > 0 {
+				fmt.Fprintf(&gb, "      \"ww_slots\": %d,\n", g.WWSlots)
+			}
 		}
 		gb.WriteString("      \"program\": [\n")
 		for k, op := range g.Program {
@@ -1093,10 +1333,10 @@ func jstr(s string) string {
 
 func policyName(p task.Policy) (string, error) {
 	switch p {
-	case task.Normal, task.FIFO, task.RR:
+	case task.Normal, task.FIFO, task.RR, task.Deadline:
 		return p.String(), nil
 	}
-	return "", fmt.Errorf("policy %d not representable (want normal, fifo or rr)", p)
+	return "", fmt.Errorf("policy %d not representable (want normal, fifo, rr or deadline)", p)
 }
 
 // fmtDuration writes ns so that time.ParseDuration gives it back exactly.
@@ -1174,7 +1414,11 @@ func encodeOp(s *Scenario, op Op) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		v = rawJSON(jobj(append([]kv{{"policy", pol}, {"priority", op.Prio}}, t...)...))
+		kvs := []kv{{"policy", pol}, {"priority", op.Prio}}
+		if op.Policy == task.Deadline {
+			kvs = append(kvs, kv{"runtime", fmtDuration(op.DL.Runtime)}, kv{"deadline", fmtDuration(op.DL.Deadline)}, kv{"period", fmtDuration(op.DL.Period)})
+		}
+		v = rawJSON(jobj(append(kvs, t...)...))
 	case task.OpLoop:
 		kvs := []kv{{"to", op.Jump}}
 		if op.Count != 0 {
@@ -1186,10 +1430,29 @@ func encodeOp(s *Scenario, op Op) (string, error) {
 			return "", fmt.Errorf("probability %v not representable", op.Prob)
 		}
 		v = rawJSON(jobj(kv{"p", op.Prob}, kv{"to", op.Jump}))
-	case task.OpYield, task.OpWait, task.OpExit, task.OpMigrateDisable, task.OpMigrateEnable:
+	case task.OpYield, task.OpWait, task.OpExit, task.OpMigrateDisable, task.OpMigrateEnable, task.OpWWInit, task.OpWWLockSlow, task.OpWWFini:
 		v = true
 	case task.OpCPUOffline, task.OpCPUOnline:
 		v = op.CPU
+	case task.OpWWLock, task.OpWWUnlock:
+		var m any
+		switch op.MutexMode {
+		case MutexWWSlot:
+			m = "$" + strconv.Itoa(op.Mutex)
+		case MutexFixed:
+			name, ok := wwName(s, op.Mutex)
+			if !ok {
+				return "", fmt.Errorf("ww_mutex %d out of range", op.Mutex)
+			}
+			m = name
+		default:
+			return "", fmt.Errorf("unknown ww mutex mode %d", op.MutexMode)
+		}
+		if op.Kind == task.OpWWUnlock {
+			v = m
+		} else {
+			v = rawJSON(jobj(kv{"mutex", m}, kv{"retry", op.Jump}))
+		}
 	default:
 		return "", fmt.Errorf("unknown instruction %s", op.Kind)
 	}
@@ -1213,4 +1476,26 @@ func encodeTarget(s *Scenario, op Op) ([]kv, error) {
 		t = append(t, kv{"offset", op.TargetOffset})
 	}
 	return t, nil
+}
+
+// usesWWInit says whether g's program opens an acquire context.
+func usesWWInit(g *Group) bool {
+	for _, op := range g.Program {
+		if op.Kind == task.OpWWInit {
+			return true
+		}
+	}
+	return false
+}
+
+// wwName is the name of the ww_mutex with index idx.
+func wwName(s *Scenario, idx int) (string, bool) {
+	k := idx - len(s.Mutexes)
+	for _, w := range s.WW {
+		if k >= 0 && k < w.Count {
+			return fmt.Sprintf("%s%d", w.Name, k), true
+		}
+		k -= w.Count
+	}
+	return "", false
 }

@@ -268,7 +268,7 @@ func TestParseErrors(t *testing.T) {
 		line int // 0: no line expected
 	}{
 		{"unknown top-level key", edit(`"name": "t",`, `"name": "t", "cpu": 2,`),
-			`unknown key "cpu" (want one of name, cpus, topology, core_sched, mutexes, groups)`, 2},
+			`unknown key "cpu" (want one of name, cpus, topology, core_sched, mutexes, ww, groups)`, 2},
 		{"bad topology", edit(`"name": "t",`, `"name": "t", "topology": "2s-2c",`),
 			`topology: topology "2s-2c": want`, 2},
 		{"topology and cpus disagree", edit(`"name": "t",`, `"name": "t", "cpus": 4, "topology": "1s-1llc-4c-2t",`),
@@ -280,7 +280,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty instruction", edit(`{"compute": "1ms"}`, `{}`),
 			`groups[0].program[1]: empty instruction`, 8},
 		{"unknown instruction", edit(`{"lock": "$0"}`, `{"lok": "$0"}`),
-			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit, cookie, signal, kill, migrate_disable, migrate_enable, offline, online, lock_interruptible, lock_killable)`, 7},
+			`groups[0].program[0]: unknown instruction "lok" (want one of compute, lock, unlock, sleep, wait, wake, yield, affinity, setprio, loop, choose, exit, cookie, signal, kill, migrate_disable, migrate_enable, offline, online, ww_acquire_init, ww_lock, ww_lock_slow, ww_unlock, ww_acquire_fini, lock_interruptible, lock_killable, ww_lock_interruptible)`, 7},
 		{"bad duration", edit(`"1ms"`, `"1 ms"`),
 			`groups[0].program[1].compute: bad duration "1 ms"`, 8},
 		{"duration without unit", edit(`"1ms"`, `"100"`),
@@ -305,8 +305,16 @@ func TestParseErrors(t *testing.T) {
 			`groups[0].program[3].loop: missing key "to"`, 10},
 		{"bad probability", edit(`{"loop": {"to": 0}}`, `{"choose": {"p": 1.5, "to": 0}}`),
 			`groups[0].program[3].choose.p: probability 1.5 out of range 0..1`, 10},
-		{"bad policy", edit(`"fifo"`, `"deadline"`),
-			`groups[0].policy: unknown policy "deadline" (want normal, fifo or rr)`, 5},
+		{"bad policy", edit(`"fifo"`, `"sporadic"`),
+			`groups[0].policy: unknown policy "sporadic" (want normal, fifo, rr or deadline)`, 5},
+		{"deadline with a priority", edit(`"fifo"`, `"deadline", "runtime": "1ms", "deadline": "10ms"`),
+			`groups[0].priority: priority 10 for policy deadline (sched_priority must be 0)`, 5},
+		{"deadline without runtime", edit(`"policy": "fifo", "priority": 10`, `"policy": "deadline", "deadline": "10ms"`),
+			`groups[0]: policy deadline needs key "runtime"`, 5},
+		{"deadline runtime above deadline", edit(`"policy": "fifo", "priority": 10`, `"policy": "deadline", "runtime": "2ms", "deadline": "1ms"`),
+			`groups[0]: sched_setattr: deadline 1000000 ns below runtime 2000000 ns (-EINVAL)`, 5},
+		{"runtime for fifo", edit(`"priority": 10`, `"priority": 10, "runtime": "1ms"`),
+			`groups[0].runtime: "runtime" is for policy deadline only`, 5},
 		{"rt priority out of range", edit(`"priority": 10`, `"priority": 100`),
 			`groups[0].priority: rt priority 100 out of range 1..99`, 5},
 		{"rt priority missing", edit(`"priority": 10,`, ``),
@@ -547,6 +555,11 @@ func TestPlanErrorsNameFileAndLine(t *testing.T) {
   {"name": "h", "program": [
     {"lock": "b"},
     {"lock": "a"}, {"unlock": "a"}, {"unlock": "b"}]}]}`, 2, "lock order cycle a -> b -> a"},
+		{"dl-admission", `{"groups": [
+  {"name": "g", "program": [{"sleep": "1ms"}]},
+  {"name": "d", "count": 3, "policy": "deadline", "runtime": "7ms", "deadline": "10ms",
+   "program": [{"compute": "1ms"}, {"sleep": "9ms"}]}]}`, 2,
+			"x.json: line 3: groups[1]: group d: SCHED_DEADLINE admission control refuses task 2 (-EBUSY): the deadline tasks up to it reserve 2.1 CPUs, more than 95% of the machine's 2"},
 	}
 	for _, c := range cases {
 		s, err := Parse("x.json", []byte(c.text))
@@ -656,5 +669,63 @@ func TestHotplugInstructionsRoundTrip(t *testing.T) {
 	}
 	if _, err := Parse("bad.json", []byte(`{"groups": [{"name": "h", "program": [{"offline": -1}]}]}`)); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Fatalf("negative cpu: %v", err)
+	}
+}
+
+// TestWWScenarioFile reads the ww keys and instructions, plans them, and
+// writes them back (Parse(Encode(s)) == s); a ww_lock of a plain mutex
+// and an init without a class are one-line errors.
+func TestWWScenarioFile(t *testing.T) {
+	src := `{"mutexes": ["m"], "ww": [{"name": "wd", "wait_die": true, "count": 3}, {"name": "ww", "count": 2}],
+	  "groups": [
+	    {"name": "t", "count": 2, "ww": "wd", "ww_slots": 2, "program": [
+	      {"ww_acquire_init": true}, {"ww_lock_slow": true},
+	      {"ww_lock": {"mutex": "$0", "retry": 1}}, {"ww_lock_interruptible": {"mutex": "$1", "retry": 1}},
+	      {"compute": "10us"}, {"ww_unlock": "$1"}, {"ww_unlock": "$0"}, {"ww_acquire_fini": true},
+	      {"loop": {"to": 0}}]},
+	    {"name": "u", "ww": "ww", "program": [
+	      {"ww_acquire_init": true}, {"ww_lock": {"mutex": "ww1", "retry": 0}}, {"ww_unlock": "ww1"},
+	      {"ww_acquire_fini": true}, {"lock": "m"}, {"unlock": "m"}, {"loop": {"to": 0}}]}]}`
+	s, err := Parse("ww.json", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.WW) != 2 || !s.WW[0].WaitDie || s.WW[1].WaitDie || s.NumMutexes() != 6 {
+		t.Fatalf("ww classes %+v, %d mutexes", s.WW, s.NumMutexes())
+	}
+	plans, err := s.Plan(4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range plans[:2] {
+		a, b := tp.Prog.Ops[2].Mutex, tp.Prog.Ops[3].Mutex
+		if a == b || a < 1 || a > 3 || b < 1 || b > 3 || tp.Prog.Ops[0].Class != 0 {
+			t.Errorf("%s: ww slots resolved to %d, %d (want two of 1-3), class %d", tp.Name, a, b, tp.Prog.Ops[0].Class)
+		}
+	}
+	if u := plans[2].Prog; u.Ops[1].Mutex != 5 || u.Ops[0].Class != 1 || u.Ops[1].LockMode != task.LockUninterruptible {
+		t.Errorf("u: ww1 is mutex %d (want 5), class %d", u.Ops[1].Mutex, u.Ops[0].Class)
+	}
+	out, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("encoded", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	back.Source, s.Source = nil, nil // where it was read is not its meaning
+	if !reflect.DeepEqual(back, s) {
+		t.Errorf("round trip differs:\n%s", out)
+	}
+	for _, bad := range []struct{ src, want string }{
+		{`{"mutexes": ["m"], "groups": [{"name": "t", "program": [{"ww_unlock": "m"}]}]}`, `"m" is not a ww_mutex`},
+		{`{"groups": [{"name": "t", "program": [{"ww_acquire_init": true}]}]}`, `has no ww class`},
+		{`{"ww": [{"name": "a", "count": 1}], "groups": [{"name": "t", "ww": "a", "program": [{"ww_lock": {"mutex": "a0"}}]}]}`, `missing key "retry"`},
+	} {
+		_, err := Parse("bad.json", []byte(bad.src))
+		if err == nil || !strings.Contains(err.Error(), bad.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one line with %q", bad.src, err, bad.want)
+		}
 	}
 }

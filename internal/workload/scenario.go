@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/task"
 )
 
@@ -22,7 +23,19 @@ const (
 	MutexFixed   = iota // Op.Mutex is the mutex index
 	MutexSlot           // Op.Mutex is a slot: the task's slot-th lock, drawn at plan time
 	MutexByIndex        // the task's index within its group, modulo the mutex count
+	// MutexWWSlot (ww_lock, ww_unlock): Op.Mutex is a ww slot, the task's
+	// slot-th ww_mutex of its group's ww set, drawn at plan time in a
+	// random order (ww_mutexes need no global lock order).
+	MutexWWSlot = MutexByIndex + 2
 )
+
+// WWSet is a ww_class and its ww_mutexes (mutex indices after the plain
+// Mutexes, in set order).
+type WWSet struct {
+	Name    string
+	WaitDie bool // DEFINE_WD_CLASS; else DEFINE_WW_CLASS (Wound-Wait)
+	Count   int
+}
 
 // Op is a program instruction with symbolic task targets.
 type Op struct {
@@ -39,6 +52,8 @@ type Group struct {
 	Count  int
 	Policy task.Policy
 	Prio   int // nice for normal, rtprio for fifo/rr
+	// DL is the sched_attr of a SCHED_DEADLINE group (Policy Deadline).
+	DL task.DLParams
 	// CPUs is a cpulist ("0-3,8"), "all", or empty for all.
 	CPUs string
 	// Slots is how many distinct mutexes each task draws for its slot
@@ -46,7 +61,11 @@ type Group struct {
 	// that take slots in increasing order respect a global lock order.
 	Slots int
 	// Cookie is the tasks' core-scheduling cookie (0: untagged).
-	Cookie  uint64
+	Cookie uint64
+	// WWSet is the ww set (Scenario.WW index) whose class the group's
+	// ww_acquire_init opens and from which WWSlots ww_mutexes are drawn.
+	WWSet   int
+	WWSlots int
 	Program []Op
 }
 
@@ -61,7 +80,9 @@ type Scenario struct {
 	// overrides it).
 	CoreSched string
 	Mutexes   []string
-	Groups    []Group
+	// WW lists the ww classes and their ww_mutexes.
+	WW     []WWSet
+	Groups []Group
 	// Merit, for a benchmark workload (Benchmark), says what its figure
 	// of merit measures; nil for every other workload.
 	Merit *Merit
@@ -83,6 +104,24 @@ func (s *Scenario) UsesHotplug() bool {
 	return false
 }
 
+// NumMutexes counts the plain and the ww mutexes.
+func (s *Scenario) NumMutexes() int {
+	n := len(s.Mutexes)
+	for _, w := range s.WW {
+		n += w.Count
+	}
+	return n
+}
+
+// wwBase is the index of ww set k's first mutex.
+func (s *Scenario) wwBase(k int) int {
+	n := len(s.Mutexes)
+	for _, w := range s.WW[:k] {
+		n += w.Count
+	}
+	return n
+}
+
 // NumTasks counts the tasks of all groups.
 func (s *Scenario) NumTasks() int {
 	n := 0
@@ -98,6 +137,7 @@ type TaskPlan struct {
 	Group  int
 	Policy task.Policy
 	Prio   int
+	DL     task.DLParams
 	Mask   task.Mask
 	Prog   *task.Program
 	Cookie uint64
@@ -136,6 +176,16 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 		for i := 0; i < g.Count; i++ {
 			rng := rand.New(rand.NewPCG(seed^0x51075, uint64(gi)<<32|uint64(i)))
 			slots := drawSlots(rng, len(s.Mutexes), g.Slots)
+			var wwSlots []int
+			if g.WWSlots > 0 {
+				if g.WWSet < 0 || g.WWSet >= len(s.WW) || g.WWSlots > s.WW[g.WWSet].Count {
+					return nil, fmt.Errorf("groups[%d] (%s): ww set %d with %d slots does not exist", gi, g.Name, g.WWSet, g.WWSlots)
+				}
+				base := s.wwBase(g.WWSet)
+				for _, k := range rng.Perm(s.WW[g.WWSet].Count)[:g.WWSlots] {
+					wwSlots = append(wwSlots, base+k)
+				}
+			}
 			prog := &task.Program{Ops: make([]task.Op, len(g.Program))}
 			for k, op := range g.Program {
 				o := op.Op
@@ -159,6 +209,15 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 						o.Mutex += k
 						o.Count = 0
 					}
+				}
+				if (o.Kind == task.OpWWLock || o.Kind == task.OpWWUnlock) && op.MutexMode == MutexWWSlot {
+					if o.Mutex < 0 || o.Mutex >= len(wwSlots) {
+						return nil, fmt.Errorf("groups[%d] (%s).program[%d]: ww slot %d but the group has %d ww slots", gi, g.Name, k, o.Mutex, g.WWSlots)
+					}
+					o.Mutex = wwSlots[o.Mutex]
+				}
+				if o.Kind == task.OpWWInit {
+					o.Class = g.WWSet
 				}
 				if op.TargetGroup >= 0 {
 					if op.TargetGroup >= len(s.Groups) {
@@ -190,20 +249,47 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 					return nil, s.errAt(fmt.Sprintf("groups[%d].program[%d]", gi, k), "%s: cpu %d out of range (the machine has %d CPUs)", o.Kind, o.CPU, ncpu)
 				}
 			}
-			if err := prog.Validate(len(s.Mutexes), ntask); err != nil {
+			if err := prog.Validate(s.NumMutexes(), ntask); err != nil {
 				return nil, fmt.Errorf("groups[%d] (%s).program: %v", gi, g.Name, err)
 			}
 			name := g.Name
 			if g.Count > 1 {
 				name = fmt.Sprintf("%s-%d", g.Name, i)
 			}
-			out = append(out, TaskPlan{Name: name, Group: gi, Policy: g.Policy, Prio: g.Prio, Mask: mask, Prog: prog, Cookie: g.Cookie})
+			out = append(out, TaskPlan{Name: name, Group: gi, Policy: g.Policy, Prio: g.Prio, DL: g.DL, Mask: mask, Prog: prog, Cookie: g.Cookie})
 		}
 	}
 	if err := s.checkLocking(out); err != nil {
 		return nil, err
 	}
+	if err := s.checkDLBandwidth(ncpu); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// checkDLBandwidth is admission control for the scenario's SCHED_DEADLINE
+// groups (sched_dl_overflow at each task's sched_setattr): their summed
+// bandwidth must fit the root domain's, 95% of each of the ncpu CPUs.
+func (s *Scenario) checkDLBandwidth(ncpu int) error {
+	var total int64
+	for gi, g := range s.Groups {
+		if g.Policy != task.Deadline {
+			continue
+		}
+		period := g.DL.Period
+		if period == 0 {
+			period = g.DL.Deadline
+		}
+		bw := task.ToRatio(period, g.DL.Runtime)
+		for i := 0; i < g.Count; i++ {
+			if rq.DLOverflow(rq.DefaultDLBW, ncpu, total, 0, bw) {
+				return s.errAt(fmt.Sprintf("groups[%d]", gi), "group %s: SCHED_DEADLINE admission control refuses task %d (-EBUSY): the deadline tasks up to it reserve %.1f CPUs, more than 95%% of the machine's %d", g.Name, i, float64(total+bw)/float64(int64(1)<<task.BWShift), ncpu)
+			}
+			total += bw
+		}
+	}
+	return nil
 }
 
 // Check validates priorities and program shapes independent of CPUs.
@@ -218,12 +304,20 @@ func (s *Scenario) Check() error {
 			if g.Prio < 1 || g.Prio > 99 {
 				return fmt.Errorf("groups[%d] (%s).priority: rt priority %d out of range 1..99", i, g.Name, g.Prio)
 			}
+		case task.Deadline:
+			if why := task.CheckDLParams(g.DL); why != "" {
+				return fmt.Errorf("groups[%d] (%s): sched_setattr: %s", i, g.Name, why)
+			}
 		default:
 			return fmt.Errorf("groups[%d] (%s).policy: unknown policy", i, g.Name)
 		}
 		for k, op := range g.Program {
 			if op.Kind == task.OpSetPrio {
 				switch op.Policy {
+				case task.Deadline:
+					if why := task.CheckDLParams(op.DL); why != "" {
+						return fmt.Errorf("groups[%d].program[%d].setprio: %s", i, k, why)
+					}
 				case task.Normal:
 					if op.Prio < -20 || op.Prio > 19 {
 						return fmt.Errorf("groups[%d].program[%d].setprio: nice %d out of range", i, k, op.Prio)
