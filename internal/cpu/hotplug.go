@@ -77,6 +77,7 @@ func (m *Machine) selectFallbackRQ(c *percpu.Ctx, cpu int, p *task.Task) int {
 		if p.PinnedCPU >= 0 && !m.cpuOnline(p.PinnedCPU) {
 			p.PinnedCPU = -1
 		}
+		p.PublishMask()
 		c.Inc(stats.AffinityBroken)
 		c.Emit(trace.EvAffinity, int32(p.ID), 0, int32(p.NrCPUsAllowed), 0)
 	}

@@ -60,6 +60,7 @@ func (cp *CPU) migrateEnableAffinity(p *task.Task) {
 	p.PiLock.Lock(c.CPU)
 	r.Lock(c)
 	p.PinnedCPU = -1
+	p.PublishMask()
 	// Done if this CPU is in the mask, even while it is going down:
 	// balance_push moves p at its next __schedule.
 	if !p.CPUsMask.Has(r.CPU) {
@@ -79,6 +80,7 @@ func (cp *CPU) migrateEnableAffinity(p *task.Task) {
 func migrateDisableSwitch(r *rq.RQ, p *task.Task) {
 	if p.MigrationDisabled > 0 && p.PinnedCPU < 0 {
 		p.PinnedCPU = r.CPU
+		p.PublishMask()
 	}
 }
 
@@ -90,6 +92,7 @@ func (cp *CPU) dropMigrateDisable(p *task.Task) {
 		p.MigrationDisabled = 0
 		cp.nrPinned--
 		p.PinnedCPU = -1
+		p.PublishMask()
 	}
 }
 

@@ -34,3 +34,22 @@ func TestSharedRunqRunsClean(t *testing.T) {
 		}
 	}
 }
+
+// A migrate-disabled task switched out is pinned (cpus_ptr points at its
+// CPU): the shared_runq pop's lockless is_cpu_allowed must see that, or
+// v2/v3, whose pull has no affinity recheck, move it (invariant 49). The
+// published mask ignored cpus_ptr until the merge with migrate_disable;
+// without it this test breaks invariant 49 (v2 and v3).
+func TestSharedRunqMigrateDisabled(t *testing.T) {
+	for _, hooks := range []int{rq.SRQHooksV2, rq.SRQHooksV3} {
+		o := Defaults()
+		o.CPUs, o.Workload, o.SimTime, o.Seed = 8, "stress", 30*time.Millisecond, 3
+		o.Deterministic, o.Strategy = true, "random"
+		o.SharedRunq, o.SRQHooks = "on", hooks
+		o.MigrateDisable = 0.3
+		s := run(t, o)
+		if s.Failed() {
+			t.Fatalf("v%d: %v", hooks, s.Violations[0])
+		}
+	}
+}

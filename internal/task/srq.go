@@ -31,12 +31,18 @@ func (n *SRQNode) Link(l *SRQList) { n.on.Store(l) }
 // lock of the shard it was on.
 func (n *SRQNode) Unlink() { n.on.Store(nil) }
 
-// PublishMask publishes CPUsMask for lockless readers (the shared_runq
+// PublishMask publishes cpus_ptr for lockless readers (the shared_runq
 // pop's is_cpu_allowed, which reads p->cpus_ptr under the shard lock
-// only). Called by the writers of CPUsMask, which hold PiLock and the rq
-// lock.
+// only): CPUsMask, or the one CPU a migrate-disabled task was switched
+// out on (migrate_disable_switch points cpus_ptr at cpumask_of(cpu)).
+// Called by the writers of CPUsMask and PinnedCPU, which hold the rq lock
+// (and PiLock, except migrate_disable_switch, as in the kernel).
 func (p *Task) PublishMask() {
 	m := p.CPUsMask
+	if p.PinnedCPU >= 0 {
+		m = Mask{}
+		m.Set(p.PinnedCPU)
+	}
 	p.maskOnce.Store(&m)
 }
 
