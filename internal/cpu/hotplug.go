@@ -75,7 +75,7 @@ func (m *Machine) selectFallbackRQ(c *percpu.Ctx, cpu int, p *task.Task) int {
 		p.CPUsMask = task.MaskAll(len(m.cpus))
 		p.NrCPUsAllowed = len(m.cpus)
 		if p.PinnedCPU >= 0 && !m.cpuOnline(p.PinnedCPU) {
-			p.PinnedCPU = -1
+			p.SetPinnedCPU(-1)
 		}
 		p.PublishMask()
 		c.Inc(stats.AffinityBroken)

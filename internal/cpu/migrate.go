@@ -59,8 +59,7 @@ func (cp *CPU) migrateEnableAffinity(p *task.Task) {
 	c, r, m := cp.c, cp.rq, cp.m
 	p.PiLock.Lock(c.CPU)
 	r.Lock(c)
-	p.PinnedCPU = -1
-	p.PublishMask()
+	p.SetPinnedCPU(-1)
 	// Done if this CPU is in the mask, even while it is going down:
 	// balance_push moves p at its next __schedule.
 	if !p.CPUsMask.Has(r.CPU) {
@@ -79,8 +78,7 @@ func (cp *CPU) migrateEnableAffinity(p *task.Task) {
 // only the rq lock ("violates locking rules", relying on on_cpu).
 func migrateDisableSwitch(r *rq.RQ, p *task.Task) {
 	if p.MigrationDisabled > 0 && p.PinnedCPU < 0 {
-		p.PinnedCPU = r.CPU
-		p.PublishMask()
+		p.SetPinnedCPU(r.CPU)
 	}
 }
 
@@ -91,8 +89,7 @@ func (cp *CPU) dropMigrateDisable(p *task.Task) {
 	if p.MigrationDisabled > 0 {
 		p.MigrationDisabled = 0
 		cp.nrPinned--
-		p.PinnedCPU = -1
-		p.PublishMask()
+		p.SetPinnedCPU(-1)
 	}
 }
 

@@ -264,7 +264,7 @@ func (cp *CPU) srqPull() int {
 		why = trace.SRQRecheckDequeued
 	case p.OnCPU() || p == src.Curr():
 		why = trace.SRQRecheckOnCPU
-	case cfg.Hooks == rq.SRQHooksV4 && !p.AllowedOn(r.CPU): // cpus_ptr
+	case cfg.Hooks == rq.SRQHooksV4 && !p.AllowedOn(r.CPU):
 		why = trace.SRQRecheckNotAllowed
 	case !c.Bug(bugs.SRQPullsDonor) && proxy.TaskIsBlocked(c, p):
 		// proxysim's rule: a mutex-blocked donor moves only by proxy

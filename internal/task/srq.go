@@ -40,10 +40,19 @@ func (n *SRQNode) Unlink() { n.on.Store(nil) }
 func (p *Task) PublishMask() {
 	m := p.CPUsMask
 	if p.PinnedCPU >= 0 {
-		m = Mask{}
-		m.Set(p.PinnedCPU)
+		// cpus_ptr of a migrate-disabled task that was switched out
+		// points at its CPU alone (migrate_disable_switch).
+		m = MaskOf(p.PinnedCPU)
 	}
 	p.maskOnce.Store(&m)
+}
+
+// SetPinnedCPU sets the CPU a migrate-disabled task is pinned to (-1:
+// none) and publishes cpus_ptr for lockless readers. The caller holds the
+// task's rq lock (and PiLock where the kernel's writer does).
+func (p *Task) SetPinnedCPU(cpu int) {
+	p.PinnedCPU = cpu
+	p.PublishMask()
 }
 
 // AllowedOnce reads the published mask without a lock (READ_ONCE of
