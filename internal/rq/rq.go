@@ -309,10 +309,10 @@ func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 // tree (__enqueue_entity: pushed, v3/v4); the new one leaves it
 // (__dequeue_entity; v2: "removed when picked").
 func (r *RQ) srqSwitchDonor(c *percpu.Ctx, prev, next *task.Task) {
-	if r.SRQCfg.Hooks != SRQHooksV2 && prev != r.Idle && !prev.SE.Policy.RT() && prev.SE.Queued && prev.SE.QueueCPU == r.CPU {
+	if r.SRQCfg.Hooks != SRQHooksV2 && prev != r.Idle && prev.SE.Policy.Fair() && prev.SE.Queued && prev.SE.QueueCPU == r.CPU {
 		r.srqPush(c, prev)
 	}
-	if next != r.Idle && !next.SE.Policy.RT() {
+	if next != r.Idle && next.SE.Policy.Fair() {
 		r.srqRemove(c, next)
 	}
 }
@@ -435,15 +435,17 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) {
 	if r.CoreEnabled() {
 		r.coreDequeue(c, flags)
 	}
+	if r.SRQCfg != nil {
+		// __dequeue_entity (v3/v4), dequeue_task_fair (v2): whatever
+		// its class now (a fair task turned DL by sched_setattr while
+		// linked leaves the shard too)
+		r.srqRemove(c, p)
+	}
 	if se.Policy.DL() {
 		r.dequeueTaskDL(c, p)
 		se.Queued = false
 		se.QueueCPU = -1
 		return
-	}
-	if r.SRQCfg != nil && !se.Policy.RT() {
-		// __dequeue_entity (v3/v4), dequeue_task_fair (v2)
-		r.srqRemove(c, p)
 	}
 	q := &r.fair
 	if se.Policy.RT() {
