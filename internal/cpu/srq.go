@@ -467,8 +467,8 @@ func (m *Machine) auditSRQ(report func(inv check.Invariant, cpu int, p *task.Tas
 				switch {
 				case !p.Queued() || !p.SE.Queued || p.State() == task.Dead:
 					report(check.InvQueuedHere, cpu, p, fmt.Sprintf("%v linked on shared_runq shard %d but not queued (on_rq %d, %v)", p, s.ID(), p.OnRQ(), p.State()))
-				case p.SE.Policy.RT():
-					report(check.InvQueuedHere, cpu, p, fmt.Sprintf("RT %v linked on shared_runq shard %d", p, s.ID()))
+				case !p.SE.Policy.Fair():
+					report(check.InvQueuedHere, cpu, p, fmt.Sprintf("%v %v linked on shared_runq shard %d (only fair tasks are)", p.SE.Policy, p, s.ID()))
 				case m.topo.LLC(cpu) != q.LLC:
 					report(check.InvQueuedHere, cpu, p, fmt.Sprintf("%v on cpu%d (LLC %d) linked on shard %d of LLC %d", p, cpu, m.topo.LLC(cpu), s.ID(), q.LLC))
 				case p.SE.Delayed:

@@ -469,18 +469,19 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) bool {
 	if r.CoreEnabled() && !se.Delayed {
 		r.coreDequeue(c, flags)
 	}
+	if r.SRQCfg != nil {
+		// __dequeue_entity (v3/v4), dequeue_task_fair (v2): whatever
+		// its class now (a fair task turned DL by sched_setattr while
+		// linked leaves the shard too); a sleeper the fair class keeps
+		// queued as sched_delayed leaves it as well (the series
+		// predates delayed dequeue: proxysim's rule, docs/kernel-map.md)
+		r.srqRemove(c, p)
+	}
 	if se.Policy.DL() {
 		r.dequeueTaskDL(c, p)
 		se.Queued = false
 		se.QueueCPU = -1
 		return true
-	}
-	if r.SRQCfg != nil && !se.Policy.RT() {
-		// __dequeue_entity (v3/v4), dequeue_task_fair (v2); a sleeper
-		// the fair class keeps queued as sched_delayed leaves the shard
-		// too (the series predates delayed dequeue: proxysim's rule,
-		// docs/kernel-map.md)
-		r.srqRemove(c, p)
 	}
 	return r.dequeueTask(c, p, flags)
 }

@@ -192,7 +192,7 @@ func (r *RQ) srqEnqueue(c *percpu.Ctx, p *task.Task, flags int, nrBefore int32) 
 			s.Overload.Store(true)
 		}
 	}
-	if p.SE.Policy.RT() || p.SE.Policy.DL() {
+	if !p.SE.Policy.Fair() {
 		return // only fair tasks are linked on a shard
 	}
 	switch cfg.Hooks {

@@ -91,9 +91,9 @@ func (p Policy) RT() bool { return p == FIFO || p == RR }
 // DL reports whether the policy is SCHED_DEADLINE (dl_policy).
 func (p Policy) DL() bool { return p == Deadline }
 
-// Fair reports whether the policy belongs to the fair class (neither RT
-// nor DEADLINE).
-func (p Policy) Fair() bool { return !p.RT() && !p.DL() }
+// Fair reports the fair class's policies (SCHED_NORMAL and friends): not
+// RT, not deadline, not the idle task's.
+func (p Policy) Fair() bool { return !p.RT() && !p.DL() && p != IdlePolicy }
 
 // Kernel priority values.
 const (
