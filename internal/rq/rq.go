@@ -381,7 +381,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	se.QueueCPU = r.CPU
 	if se.Policy.DL() {
 		r.enqueueTaskDL(c, p, flags)
-		if r.Core.Leader != nil {
+		if r.CoreEnabled() {
 			r.coreEnqueue()
 		}
 		return
