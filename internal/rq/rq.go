@@ -425,7 +425,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 		se.Queued = true
 		se.QueueCPU = r.CPU
 		r.enqueueTaskDL(c, p, flags)
-		if r.Core.Leader != nil {
+		if r.CoreEnabled() {
 			r.coreEnqueue()
 		}
 		return
