@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,35 +20,20 @@ import (
 // lock, once with the kernel's code (--bug core-fi-charge-stale) and once
 // with the proposed fix, in -race child processes.
 func TestFindingForceidleChargeStaleIsARace(t *testing.T) {
-	kernel := runF7Child(t, "1")
-	if !strings.Contains(kernel, "WARNING: DATA RACE") || !strings.Contains(kernel, "SchedCoreAccountForceidle") {
-		t.Fatalf("the race detector did not report the charge of a stale core_pick:\n%s", tail(kernel, 3000))
-	}
-	fixed := runF7Child(t, "0")
-	if strings.Contains(fixed, "WARNING: DATA RACE") || !strings.Contains(fixed, "--- PASS: TestFindingChildForceidleCharge") {
-		t.Fatalf("the fixed form is not race-free:\n%s", tail(fixed, 3000))
-	}
-}
-
-func runF7Child(t *testing.T, bug string) string {
-	t.Helper()
-	t.Setenv("PROXYSIM_F7_BUG", bug)
-	return runMutantChild(t, "TestFindingChildForceidleCharge", true)
+	checkRaceFinding(t, "TestFindingChildForceidleCharge", "the charge of a stale core_pick", "SchedCoreAccountForceidle")
 }
 
 // TestFindingChildForceidleCharge runs only as the -race child of
 // TestFindingForceidleChargeStaleIsARace.
 func TestFindingChildForceidleCharge(t *testing.T) {
-	if os.Getenv("PROXYSIM_MUTANT_CHILD") == "" {
-		t.Skip("only run as a child of TestFindingForceidleChargeStaleIsARace")
-	}
+	findingChildOnly(t, "TestFindingForceidleChargeStaleIsARace")
 	tp, err := topology.Parse("1s-1llc-2c-2t")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
 	cfg.CPUs, cfg.Topology, cfg.CoreSched = 4, tp, Core514
-	if os.Getenv("PROXYSIM_F7_BUG") == "1" {
+	if findingBug() {
 		cfg.Bugs = cfg.Bugs.With(bugs.CoreFIChargeStale)
 	}
 	m, err := New(cfg)

@@ -22,31 +22,16 @@ import (
 // plain read (--bug is-blocked-plain-read) and once with the proposed
 // READ_ONCE/WRITE_ONCE, in -race child processes.
 func TestFindingIsBlockedPlainReadIsARace(t *testing.T) {
-	kernel := runFindingChild(t, "1")
-	if !strings.Contains(kernel, "WARNING: DATA RACE") || !strings.Contains(kernel, "doActivateBlockedWaiter") || !strings.Contains(kernel, "SetIsBlocked") {
-		t.Fatalf("the race detector did not report the kernel's plain is_blocked read:\n%s", tail(kernel, 3000))
-	}
-	fixed := runFindingChild(t, "0")
-	if strings.Contains(fixed, "WARNING: DATA RACE") || !strings.Contains(fixed, "--- PASS: TestFindingChildIsBlockedRead") {
-		t.Fatalf("the fixed form (READ_ONCE) is not race-free:\n%s", tail(fixed, 3000))
-	}
-}
-
-func runFindingChild(t *testing.T, bug string) string {
-	t.Helper()
-	t.Setenv("PROXYSIM_F4_BUG", bug)
-	return runMutantChild(t, "TestFindingChildIsBlockedRead", true)
+	checkRaceFinding(t, "TestFindingChildIsBlockedRead", "the kernel's plain is_blocked read", "doActivateBlockedWaiter", "SetIsBlocked")
 }
 
 // TestFindingChildIsBlockedRead runs only as the -race child of
 // TestFindingIsBlockedPlainReadIsARace.
 func TestFindingChildIsBlockedRead(t *testing.T) {
-	if os.Getenv("PROXYSIM_MUTANT_CHILD") == "" {
-		t.Skip("only run as a child of TestFindingIsBlockedPlainReadIsARace")
-	}
+	findingChildOnly(t, "TestFindingIsBlockedPlainReadIsARace")
 	cfg := DefaultConfig()
 	cfg.CPUs = 2
-	if os.Getenv("PROXYSIM_F4_BUG") == "1" {
+	if findingBug() {
 		cfg.Bugs = cfg.Bugs.With(bugs.IsBlockedPlainRead)
 	}
 	m, err := New(cfg)
@@ -89,31 +74,16 @@ func TestFindingChildIsBlockedRead(t *testing.T) {
 // test on cpu1, once with the kernel's plain read (--bug
 // blocked-on-plain-read) and once with the proposed READ_ONCE.
 func TestFindingBlockedOnPlainReadIsARace(t *testing.T) {
-	kernel := runBlockedOnChild(t, "1")
-	if !strings.Contains(kernel, "WARNING: DATA RACE") || !strings.Contains(kernel, "TaskIsBlocked") || !strings.Contains(kernel, "ClearBlockedOn") {
-		t.Fatalf("the race detector did not report the kernel's plain blocked_on read:\n%s", tail(kernel, 3000))
-	}
-	fixed := runBlockedOnChild(t, "0")
-	if strings.Contains(fixed, "WARNING: DATA RACE") || !strings.Contains(fixed, "--- PASS: TestFindingChildBlockedOnRead") {
-		t.Fatalf("the fixed form (READ_ONCE) is not race-free:\n%s", tail(fixed, 3000))
-	}
-}
-
-func runBlockedOnChild(t *testing.T, bug string) string {
-	t.Helper()
-	t.Setenv("PROXYSIM_F5_BUG", bug)
-	return runMutantChild(t, "TestFindingChildBlockedOnRead", true)
+	checkRaceFinding(t, "TestFindingChildBlockedOnRead", "the kernel's plain blocked_on read", "TaskIsBlocked", "ClearBlockedOn")
 }
 
 // TestFindingChildBlockedOnRead runs only as the -race child of
 // TestFindingBlockedOnPlainReadIsARace.
 func TestFindingChildBlockedOnRead(t *testing.T) {
-	if os.Getenv("PROXYSIM_MUTANT_CHILD") == "" {
-		t.Skip("only run as a child of TestFindingBlockedOnPlainReadIsARace")
-	}
+	findingChildOnly(t, "TestFindingBlockedOnPlainReadIsARace")
 	cfg := DefaultConfig()
 	cfg.CPUs = 2
-	if os.Getenv("PROXYSIM_F5_BUG") == "1" {
+	if findingBug() {
 		cfg.Bugs = cfg.Bugs.With(bugs.BlockedOnPlainRead)
 	}
 	m, err := New(cfg)
@@ -157,31 +127,16 @@ func TestFindingChildBlockedOnRead(t *testing.T) {
 // kernel's plain read (--bug delayed-plain-read) and once with the fix's
 // READ_ONCE, in -race child processes.
 func TestFindingDelayedPlainReadIsARace(t *testing.T) {
-	kernel := runF11Child(t, "1")
-	if !strings.Contains(kernel, "WARNING: DATA RACE") || !strings.Contains(kernel, "FindProxyTask") || !strings.Contains(kernel, "SetSchedDelayed") {
-		t.Fatalf("the race detector did not report the kernel's plain sched_delayed read:\n%s", tail(kernel, 3000))
-	}
-	fixed := runF11Child(t, "0")
-	if strings.Contains(fixed, "WARNING: DATA RACE") || !strings.Contains(fixed, "--- PASS: TestFindingChildDelayedRead") {
-		t.Fatalf("the fixed form (READ_ONCE) is not race-free:\n%s", tail(fixed, 3000))
-	}
-}
-
-func runF11Child(t *testing.T, bug string) string {
-	t.Helper()
-	t.Setenv("PROXYSIM_F11_BUG", bug)
-	return runMutantChild(t, "TestFindingChildDelayedRead", true)
+	checkRaceFinding(t, "TestFindingChildDelayedRead", "the kernel's plain sched_delayed read", "FindProxyTask", "SetSchedDelayed")
 }
 
 // TestFindingChildDelayedRead runs only as the -race child of
 // TestFindingDelayedPlainReadIsARace.
 func TestFindingChildDelayedRead(t *testing.T) {
-	if os.Getenv("PROXYSIM_MUTANT_CHILD") == "" {
-		t.Skip("only run as a child of TestFindingDelayedPlainReadIsARace")
-	}
+	findingChildOnly(t, "TestFindingDelayedPlainReadIsARace")
 	cfg := DefaultConfig()
 	cfg.CPUs = 2
-	if os.Getenv("PROXYSIM_F11_BUG") == "1" {
+	if findingBug() {
 		cfg.Bugs = cfg.Bugs.With(bugs.DelayedPlainRead)
 	}
 	m, err := New(cfg)
@@ -223,3 +178,42 @@ func TestFindingChildDelayedRead(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+// checkRaceFinding runs child, a test of two accesses on two CPUs, in
+// -race child processes: with the kernel's code (findingBug true) the race
+// detector must report a race whose stacks name every frame; with the
+// proposed fix the child must pass with no race reported. The detector
+// judges happens-before, not timing, so each outcome holds on every run.
+func checkRaceFinding(t *testing.T, child, what string, frames ...string) {
+	t.Helper()
+	kernel := runRaceFindingChild(t, child, "1")
+	ok := strings.Contains(kernel, "WARNING: DATA RACE")
+	for _, f := range frames {
+		ok = ok && strings.Contains(kernel, f)
+	}
+	if !ok {
+		t.Fatalf("the race detector did not report %s:\n%s", what, tail(kernel, 3000))
+	}
+	fixed := runRaceFindingChild(t, child, "0")
+	if strings.Contains(fixed, "WARNING: DATA RACE") || !strings.Contains(fixed, "--- PASS: "+child) {
+		t.Fatalf("the fixed form is not race-free:\n%s", tail(fixed, 3000))
+	}
+}
+
+func runRaceFindingChild(t *testing.T, child, bug string) string {
+	t.Helper()
+	t.Setenv("PROXYSIM_FINDING_BUG", bug)
+	return runMutantChild(t, child, true)
+}
+
+// findingChildOnly skips a finding's child test unless checkRaceFinding
+// runs it for parent.
+func findingChildOnly(t *testing.T, parent string) {
+	t.Helper()
+	if os.Getenv("PROXYSIM_MUTANT_CHILD") == "" {
+		t.Skip("only run as a child of " + parent)
+	}
+}
+
+// findingBug says whether a finding's child runs the kernel's code.
+func findingBug() bool { return os.Getenv("PROXYSIM_FINDING_BUG") == "1" }
