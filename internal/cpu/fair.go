@@ -5,6 +5,7 @@
 package cpu
 
 import (
+	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/proxy"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/stats"
@@ -61,6 +62,13 @@ func (cp *CPU) pullFrom(src *rq.RQ) *task.Task {
 	})
 	if t == nil {
 		return nil
+	}
+	if t.IsBlocked() && src.Curr() != src.Donor(c) && !c.Bug(bugs.ProxyKeepsDonor) {
+		// A sleeping link whose blocked_on was cleared (a ww wound, its
+		// wake-up still on a wake_q) may be a link of the chain src's
+		// proxy runs for: finding F2's fix reschedules src, whose chain
+		// this move breaks (the kernel's detach_task does not).
+		src.ReschedCurr(c)
 	}
 	src.DeactivateTask(c, t, rq.DequeueMigrating)
 	rq.SetTaskCPU(c, t, r.CPU, false, trace.ReasonLoadBalance)
