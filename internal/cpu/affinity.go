@@ -24,9 +24,12 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	}
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
-	if p.State() == task.Dead || !m.anyActive(&mask) {
-		// cpumask_any_and_distribute(cpu_active_mask, new_mask) found
-		// nothing: -EINVAL, nothing changes.
+	// cpumask_any_and_distribute(cpu_active_mask, new_mask), read once:
+	// cpu_active_mask changes under us (hotplug), so a second read could
+	// find nothing where the first found a CPU.
+	dest := m.nextActive(&mask, p.CPU())
+	if p.State() == task.Dead || dest < 0 {
+		// It found nothing: -EINVAL, nothing changes.
 		r.Unlock(c)
 		p.PiLock.Unlock(c.CPU)
 		return
@@ -35,17 +38,19 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	p.NrCPUsAllowed = mask.Weight()
 	p.PublishMask()
 	c.Emit(trace.EvAffinity, int32(p.ID), int32(mask.Next(0)), int32(p.NrCPUsAllowed), 0)
-	dest := m.nextActive(&mask, p.CPU())
 	running := p == r.Curr() || p.OnCPU()
 	// TASK_WAKING and not on a CPU: p sits on task_cpu(p)'s wake list
 	// (ttwu holds pi_lock until it is queued there, and we hold it now).
 	waking := !running && p.State() == task.Waking
-	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && !(running && p.CPU() == p.WakeCPU && !mask.Has(p.CPU())) && (running || p.MigrationDisabled == 0) {
+	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && !(running && p.CPU() == p.WakeCPU && !mask.Has(p.CPU())) && !waking && (running || p.MigrationDisabled == 0) {
 		// v11: a home CPU that is no longer allowed moves with the mask.
-		// Not for a task running at home that the stopper is to move:
-		// its move (set_task_cpu) sets wake_cpu, and a later mask that
-		// allows its CPU again must not find it away from a wake_cpu it
-		// never left for (invariant 8).
+		// Not for a task the stopper is to move, running at home or
+		// TASK_WAKING on task_cpu's wake list: its move (set_task_cpu)
+		// sets wake_cpu, and a later mask that allows its CPU again must
+		// not find it away from a wake_cpu it never left for (invariant
+		// 8; a waking task that then took a mutex, migrate-disabled,
+		// was proxy-migrated to that stray wake_cpu, got the lock there
+		// and ran where it was not pinned: invariant 49).
 		p.WakeCPU = dest
 	}
 	switch {
@@ -122,11 +127,16 @@ func (cp *CPU) migrationStop() {
 		p.PiLock.Lock(c.CPU)
 		pr := m.taskRQLock(c, p)
 		p.MigrationReady = false
-		if pr == r && !p.CPUsMask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && (!p.Queued() || p.IsBlocked()) {
+		if pr == r && !p.CPUsMask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && (!p.Queued() || p.IsBlocked()) && p.MigrationDisabled == 0 {
 			// A task that left the CPU asleep, or stays here as a donor,
 			// keeps its home: v11's wake_cpu move, deferred while it
 			// ran here (setCPUsAllowed). Kernel: not queued -> wake_cpu
-			// = dest.
+			// = dest. Not for a migrate-disabled task: migration_cpu_stop
+			// leaves at is_migration_disabled() before it touches
+			// wake_cpu, and migrate_enable() sends the stopper again.
+			// (Moving it let a migrate-disabled waiter, proxy-migrated
+			// to its new "home", take the lock and run there: invariant
+			// 49.)
 			p.WakeCPU = p.CPUsMask.Next(0)
 		}
 		if pr != r || p.CPUsMask.Has(r.CPU) || !p.Queued() || p.State() == task.Dead {
@@ -187,5 +197,3 @@ func (m *Machine) nextActive(mask *task.Mask, from int) int {
 	}
 	return -1
 }
-
-func (m *Machine) anyActive(mask *task.Mask) bool { return m.nextActive(mask, 0) >= 0 }

@@ -52,6 +52,22 @@ func (cp *CPU) schedule(preempt bool) {
 			m.Report(c, check.InvBalanceCallbacks, nil, fmt.Sprintf("%d balance callbacks left from an abandoned pick at pick_again on cpu%d", n, r.CPU))
 			r.ZapBalanceCallbacks(c)
 		}
+		if len(cp.stopWork) != 0 {
+			// stop_one_cpu_nowait() woke this CPU's stopper while holding
+			// this rq lock: it is queued here, and stop_sched_class is
+			// picked before every other class. The idle task stands in
+			// for it; its IPI (migrationStop) is pending and the CPU
+			// reschedules after it. Without this, a task woken onto this
+			// CPU's wake list whose mask then excluded the CPU was picked
+			// before the stopper could move it (invariant 2).
+			if r.Donor(c) != r.Idle {
+				r.UpdateCurr(c)
+			}
+			r.SetDonor(c, r.Idle)
+			next = r.Idle
+			keepResched = true
+			break
+		}
 		if r.CoreEnabled() {
 			next = cp.corePickNextTask(pick)
 		} else {

@@ -179,6 +179,29 @@ func (m *Machine) findLowestRQ(from int, mask *task.Mask, prio int) int {
 	return -1
 }
 
+// rtRevalidateRQState is rt_revalidate_rq_state(), find_lock_lowest_rq's
+// check after double_lock_balance dropped our lock: p is still an RT
+// task on this runqueue's pushable list (so not task_is_blocked: a task
+// that blocked and came back by proxy migration while the lock was
+// dropped is a chain link now, never a push candidate), still queued
+// here, not migrate-disabled, and still allowed on the target.
+// Without it, the chain behind such a task moves, and with it an owner
+// that is migrate-disabled (invariant 49).
+func rtRevalidateRQState(c *percpu.Ctx, p *task.Task, r, lowest *rq.RQ) bool {
+	if !p.RT() || p.CPU() != r.CPU || !p.Queued() || p.OnCPU() || p == r.Curr() || p == r.Donor(c) {
+		return false
+	}
+	if p.MigrationDisabled > 0 || !p.CPUsMask.Has(lowest.CPU) {
+		return false
+	}
+	for _, t := range rtCandidates(c, r) {
+		if t == p {
+			return true
+		}
+	}
+	return false
+}
+
 // pushRTTasks is push_rt_tasks(), run as a balance callback with r
 // locked: move a waiting RT task (or chain) to a CPU running something of
 // lower priority.
@@ -203,8 +226,11 @@ func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
 		tr := m.rqs[target]
 		// double_lock_balance may drop ours to take both in order:
 		// recheck either way.
-		rq.DoubleLockBalance(c, r, tr)
-		ok, chain := taskIsPushable(c, r, p, target)
+		var ok int
+		var chain []*task.Task
+		if !rq.DoubleLockBalance(c, r, tr) || rtRevalidateRQState(c, p, r, tr) {
+			ok, chain = taskIsPushable(c, r, p, target)
+		}
 		if ok == pushable && tr.CurrPrio() > p.SE.Prio {
 			moveChain(c, r, tr, chain)
 			c.Inc(stats.RTPushes)
