@@ -188,7 +188,14 @@ func (m *Machine) findLowestRQ(from int, mask *task.Mask, prio int) int {
 // Without it, the chain behind such a task moves, and with it an owner
 // that is migrate-disabled (invariant 49).
 func rtRevalidateRQState(c *percpu.Ctx, p *task.Task, r, lowest *rq.RQ) bool {
-	if !p.RT() || p.CPU() != r.CPU || !p.Queued() || p.OnCPU() || p == r.Curr() || p == r.Donor(c) {
+	if p.CPU() != r.CPU || !p.Queued() {
+		// It left while our lock was dropped: its class and mask are
+		// another runqueue's now. (The series tests rt_task() first, a
+		// lockless read of p->prio; like dlRevalidateRQState, the model
+		// tests where p is first, as mainline's find_lock_lowest_rq does.)
+		return false
+	}
+	if !p.RT() || p.OnCPU() || p == r.Curr() || p == r.Donor(c) {
 		return false
 	}
 	if p.MigrationDisabled > 0 || !p.CPUsMask.Has(lowest.CPU) {
