@@ -524,7 +524,11 @@ func (cp *CPU) opWake(p *task.Task, op *task.Op) {
 	c, m := cp.c, cp.m
 	ex := &p.Exec
 	t := m.Task(op.Target)
-	if t != nil && t != p {
+	// complete() wakes the waiters on the completion's wait queue; a
+	// waiter that was killed and exited has left it (the model holds a
+	// reference for the wake-up instead of the queue's entry).
+	if t != nil && t != p && t.TryGetTaskStruct() {
+		defer t.PutTaskStruct()
 		t.CompLock.Lock(c.CPU)
 		t.CompDone++
 		if len(t.CompAt) < task.MaxCompAt {
@@ -738,6 +742,13 @@ func (cp *CPU) handleSignal(p *task.Task) bool {
 // -EINTR; one that is about to sleep sees the signal in
 // try_to_block_task (signal_pending_state) and stays runnable.
 func (m *Machine) sendSignal(c *percpu.Ctx, p *task.Task, fatal bool) bool {
+	// kill(2) finds the task by pid under RCU; once it has exited and its
+	// last reference is gone it is not found (ESRCH). The model holds a
+	// reference across the send instead of RCU.
+	if !p.TryGetTaskStruct() {
+		return false
+	}
+	defer p.PutTaskStruct()
 	mask := task.WakeInterruptible
 	if fatal {
 		mask |= task.WakeKill

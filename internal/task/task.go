@@ -465,6 +465,21 @@ func (p *Task) AllowedOn(cpu int) bool {
 // GetTaskStruct is get_task_struct(p).
 func (p *Task) GetTaskStruct() { p.usage.Add(1) }
 
+// TryGetTaskStruct is refcount_inc_not_zero(&p->usage): a reference,
+// unless the last one is gone (a pid lookup that finds the task released:
+// kill(2) gets ESRCH).
+func (p *Task) TryGetTaskStruct() bool {
+	for {
+		n := p.usage.Load()
+		if n <= 0 {
+			return false
+		}
+		if p.usage.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // PutTaskStruct is put_task_struct(p); it reports whether that was the
 // last reference (the task struct is freed).
 func (p *Task) PutTaskStruct() bool {

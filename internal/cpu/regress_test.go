@@ -1,5 +1,9 @@
 package cpu
 
+// Regression tests for model deviations found by the test suite and stress
+// runs, each pinning the interleaving that broke an invariant (they fail
+// with their fix reverted).
+
 import (
 	"testing"
 
@@ -126,5 +130,35 @@ func TestRTPushRevalidatesTheCandidate(t *testing.T) {
 	}
 	if revalidated {
 		t.Fatalf("rt_revalidate_rq_state accepted the blocked donor D: the push would move D's chain and the migrate-disabled O with it")
+	}
+}
+
+// kill(2) and complete() of a task that has exited and dropped its last
+// reference find nothing (ESRCH; no waiter on the queue): no
+// try_to_wake_up in freed memory. Stress with --signal-fatal sent its
+// random signals, and programs their complete()s, to exited tasks, and
+// invariant 53 fired on the model's own injector.
+func TestSignalAndCompleteOfAReapedTask(t *testing.T) {
+	m := stepMachine(t, 2)
+	x, _ := m.AddTask(TaskSpec{Name: "X", Mask: task.MaskAll(2), CPU: 0, Prog: &task.Program{Ops: []task.Op{{Kind: task.OpExit}}}})
+	w, _ := m.AddTask(TaskSpec{Name: "W", Mask: task.MaskAll(2), CPU: 1, Prog: &task.Program{Ops: []task.Op{
+		{Kind: task.OpWake, Target: x.ID}, {Kind: task.OpCompute, Min: 3_600_000_000_000}}}})
+	for i := 0; i < 10 && !x.Freed(); i++ {
+		m.cpus[0].iterate(cfgHorizon)
+	}
+	if !x.Freed() {
+		t.Fatalf("setup: X did not exit and drop its last reference (state %v, refs %d)", x.State(), x.Refs())
+	}
+	if m.sendSignal(m.cpus[1].c, x, true) {
+		t.Fatalf("a SIGKILL to the reaped X woke it")
+	}
+	for i := 0; i < 10 && w.Exec.PC == 0; i++ {
+		m.cpus[1].iterate(cfgHorizon) // W's complete() of X
+	}
+	if w.Exec.PC == 0 {
+		t.Fatalf("setup: W did not run its complete()")
+	}
+	if m.Rep.Failed() {
+		t.Fatalf("violations: %v", m.Rep.Violations())
 	}
 }
