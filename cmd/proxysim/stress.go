@@ -61,6 +61,12 @@ func stressDefaults() sim.Options {
 	// tasks and mutex waiters, a tenth of the lock instructions
 	// interruptible or killable (ww: interruptible), spurious wake-ups
 	// of mutex waiters.
+	// Issue 15's CPU hotplug on by default: a CPU down or up every 20 ms
+	// of virtual time, at most one CPU in 32 down at a time (so that a
+	// long soak keeps its machine); off under core scheduling, which the
+	// model does not combine with hotplug.
+	o.HotplugInterval = 20 * time.Millisecond
+	o.HotplugIsDefault = true
 	o.SignalRate = 100
 	o.SpuriousWakeRate = 100
 	o.InterruptibleLocks = 0.1
@@ -82,6 +88,7 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.Float64Var(&sf.o.SignalFatal, "signal-fatal", def.SignalFatal, "fraction of --signal-rate's signals that are SIGKILL (the task exits when it handles one)")
 	fs.Float64Var(&sf.o.SpuriousWakeRate, "spurious-wake-rate", def.SpuriousWakeRate, "spurious wake_up_process calls on random mutex waiters per second of busy virtual time per CPU (0: off)")
 	fs.DurationVar(&sf.o.HotplugInterval, "hotplug-interval", def.HotplugInterval, "virtual time between CPU hotplug operations: a random CPU (seeded) taken down, or brought back up, never the last active one (0: off)")
+	fs.IntVar(&sf.o.HotplugMaxOffline, "hotplug-max-offline", def.HotplugMaxOffline, "with this many CPUs down, the hotplug injector brings one up instead of taking another down (0: one in 32 of the CPUs, at least 1; --cpus N lets the toggling settle at half the CPUs offline)")
 	fs.Float64Var(&sf.o.MigrateDisable, "migrate-disable", def.MigrateDisable, "probability that a critical section of the workload runs in a migrate_disable() region (0: off)")
 	fs.Float64Var(&sf.o.InterruptibleLocks, "lock-interruptible", def.InterruptibleLocks, "probability that a lock instruction of the workload becomes mutex_lock_interruptible (half of them _killable)")
 	fs.DurationVar(&sf.statInterval, "stat-interval", 10*time.Second, "print a statistics line this often (0: never)")
@@ -126,6 +133,12 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 		if !(r.v >= 0 && r.v <= r.max) { // NaN fails both
 			return usagef("--%s %v out of range %s", r.name, r.v, r.rng)
 		}
+	}
+	if sf.machineFlags.set["hotplug-interval"] {
+		sf.o.HotplugIsDefault = false
+	}
+	if sf.o.HotplugMaxOffline < 0 {
+		return usagef("--hotplug-max-offline %d: want 0 (no bound) or more", sf.o.HotplugMaxOffline)
 	}
 	if sf.o.JitterDelay < 0 || sf.o.JitterDelay > time.Second {
 		return usagef("--jitter-delay %v out of range 0-1s", sf.o.JitterDelay)
@@ -198,7 +211,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		zap.Duration("stutter", mf.o.Stutter), zap.Duration("shuffle_interval", mf.o.ShuffleInterval), zap.Duration("domain_rebuild_interval", mf.o.DomainRebuildInterval),
 		zap.Float64("signal_rate", mf.o.SignalRate), zap.Float64("spurious_wake_rate", mf.o.SpuriousWakeRate),
 		zap.Float64("lock_interruptible", mf.o.InterruptibleLocks),
-		zap.Duration("hotplug_interval", mf.o.HotplugInterval), zap.Float64("migrate_disable", mf.o.MigrateDisable),
+		zap.Duration("hotplug_interval", mf.o.HotplugInterval), zap.Int("hotplug_max_offline", mf.o.HotplugMaxOffline), zap.Float64("migrate_disable", mf.o.MigrateDisable),
 		zap.Duration("epoch", mf.o.Epoch), zap.Int("audit_every", mf.o.AuditEvery), zap.String("report", mf.report),
 		zap.Int("shard", mf.serve.shard), zap.Int("shards", mf.serve.shards), zap.String("metrics_addr", mf.serve.metricsAddr))
 

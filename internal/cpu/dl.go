@@ -14,6 +14,7 @@ import (
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
 )
 
 // dlMaxTries is DL_MAX_TRIES.
@@ -31,11 +32,60 @@ func (m *Machine) startDLTimer(c *percpu.Ctx, p *task.Task, when int64) uint64 {
 func (m *Machine) dlTaskTimer(c *percpu.Ctx, p *task.Task, id uint64) {
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
+	if m.hotplug && !m.cpuOnline(r.CPU) && p.DLTask() && p.SE.DL.Throttled && p.Queued() {
+		r = m.dlTaskOfflineMigration(c, r, p)
+	}
 	if r.DLTimerFire(c, p, c.ID, id) && r.NrDL() >= 2 {
 		m.pushDLTasks(c, r)
 	}
 	r.Unlock(c)
 	p.PiLock.Unlock(c.CPU)
+}
+
+// dlTaskOfflineMigration is dl_task_offline_migration(): the dl_timer of
+// a throttled task whose CPU went offline under it (a throttled task is
+// not in nr_running, so the CPU could go) moves the task to an active CPU
+// of its cpus_ptr, or to any active CPU when none is left (the kernel's
+// "the task will never come back" fallback, affinity broken). The kernel
+// first tries find_lock_later_rq; the model takes the fallback directly.
+// Called with pi_lock and r locked; returns with the new rq locked
+// instead of r.
+func (m *Machine) dlTaskOfflineMigration(c *percpu.Ctx, r *rq.RQ, p *task.Task) *rq.RQ {
+	cpu := -1
+	for d := range m.cpus {
+		if m.cpuActive(d) && p.AllowedOn(d) {
+			cpu = d
+			break
+		}
+	}
+	if cpu < 0 {
+		for d := range m.cpus {
+			if m.cpuActive(d) {
+				cpu = d
+				break
+			}
+		}
+		p.CPUsMask = task.MaskAll(len(m.cpus))
+		p.NrCPUsAllowed = len(m.cpus)
+		p.PublishMask()
+		c.Inc(stats.AffinityBroken)
+	}
+	if cpu < 0 {
+		return r // no active CPU at all: cannot happen (never the last one)
+	}
+	later := m.rqs[cpu]
+	rq.DoubleLockBalance(c, r, later)
+	if p.CPU() != r.CPU || !p.Queued() {
+		// Moved while double_lock_balance dropped r (the kernel's
+		// task_rq_lock plus pi_lock keep p from moving; so does ours).
+		rq.DoubleUnlockBalance(c, r, later)
+		return r
+	}
+	r.DeactivateTask(c, p, rq.DequeueMigrating)
+	rq.SetTaskCPU(c, p, cpu, false, trace.ReasonHotplug)
+	later.ActivateTask(c, p, rq.EnqueueMigrated)
+	r.Unlock(c)
+	return later
 }
 
 // queueDLBalance queues push_dl_tasks when the pick is a DL donor and
@@ -111,8 +161,11 @@ func dlTaskIsEarliestDeadline(p *task.Task, r *rq.RQ) bool {
 // heap's lock does not prevent either (the rq locks are not held).
 func (m *Machine) cpudlFind(sched, exec *task.Task) task.Mask {
 	var later task.Mask
+	// cpudl covers the root domain's online runqueues: rq_offline_dl
+	// takes a CPU out of it when it goes inactive (as findLowestRQ's
+	// cpupri).
 	for cpu := exec.CPUsMask.Next(0); cpu >= 0; cpu = exec.CPUsMask.Next(cpu + 1) {
-		if m.rqs[cpu].EarliestDL() == 0 {
+		if m.rqs[cpu].EarliestDL() == 0 && m.cpuActive(cpu) {
 			later.Set(cpu)
 		}
 	}
@@ -121,6 +174,9 @@ func (m *Machine) cpudlFind(sched, exec *task.Task) task.Mask {
 	}
 	best, bestDL := -1, int64(0)
 	for cpu, r := range m.rqs {
+		if !m.cpuActive(cpu) {
+			continue
+		}
 		if d := r.EarliestDL(); d != 0 && (best < 0 || rq.DLTimeBefore(bestDL, d)) {
 			best, bestDL = cpu, d
 		}

@@ -246,7 +246,8 @@ func (cp *CPU) offlineIdle() {
 // no push pending) one grace period after it went inactive; then the
 // stress injector (--hotplug-interval): one CPU picked at random
 // (seeded), taken down if it is up and not the last active CPU, brought
-// up if it is down.
+// up if it is down; with HotplugMaxOffline CPUs down already, a random
+// offline CPU is brought up instead.
 func (m *Machine) hotplugEpoch(horizon int64) {
 	e := m.epochs.Load()
 	for _, cp := range m.cpus {
@@ -264,6 +265,20 @@ func (m *Machine) hotplugEpoch(horizon int64) {
 	}
 	m.hpNext = horizon + m.cfg.HotplugEvery
 	cpu := m.hpRand.IntN(len(m.cpus))
+	if max := m.cfg.HotplugMaxOffline; max > 0 && m.cpuActive(cpu) && len(m.cpus)-m.nrActive() >= max {
+		// At the bound: bring a random offline CPU back instead (one
+		// still going down is left to finish).
+		var off []int
+		for i := range m.cpus {
+			if !m.cpuOnline(i) {
+				off = append(off, i)
+			}
+		}
+		if len(off) == 0 {
+			return
+		}
+		cpu = off[m.hpRand.IntN(len(off))]
+	}
 	switch {
 	case !m.cpuOnline(cpu):
 		m.hotplugRequest(nil, cpu, hpUp)
@@ -289,9 +304,14 @@ func (cp *CPU) takeCPUDown() {
 	if to >= 0 && len(cp.timers) > 0 {
 		t := m.cpus[to]
 		for _, tm := range cp.timers {
-			tm.p.Exec.TimerCPU = to
 			t.timerID++
-			tm.p.Exec.TimerID = t.timerID
+			if tm.kind == timerDL {
+				// The dl_timer: dl_task_timer fires there and finds the
+				// task's rq offline (dl_task_offline_migration).
+				tm.p.SE.DL.TimerCPU, tm.p.SE.DL.TimerID = to, t.timerID
+			} else {
+				tm.p.Exec.TimerCPU, tm.p.Exec.TimerID = to, t.timerID
+			}
 			tm.id = t.timerID
 			t.timers = append(t.timers, tm)
 			sortTimers(t.timers)
@@ -319,6 +339,12 @@ func (m *Machine) auditHotplug() {
 		}
 	}
 	for _, p := range m.tasks[1:] {
+		if p.Queued() && !p.OnCPU() && p.DLTask() && p.SE.DL.Throttled && !p.SE.DL.OnDLRQ && p.SE.DL.TimerQueued {
+			// A throttled DL task is not in nr_running: its CPU may go
+			// down under it, and its dl_timer (moved to an online CPU)
+			// migrates it (dl_task_offline_migration).
+			continue
+		}
 		if (p.Queued() || p.OnCPU()) && !m.cpuOnline(p.CPU()) {
 			m.warn(nil, check.InvOffline, p.ID, p.String(), fmt.Sprintf("%v is queued or running on offline cpu%d (on_rq %d, wake_cpu %d)", p, p.CPU(), p.OnRQ(), p.WakeCPU))
 		}

@@ -103,6 +103,11 @@ type Config struct {
 	// up every so much virtual time, and implies Hotplug.
 	Hotplug      bool
 	HotplugEvery int64
+	// HotplugMaxOffline bounds the injector (stress --hotplug-max-offline):
+	// with that many CPUs offline or going down, it brings one back up
+	// instead of taking another down. 0: no bound (rcutorture's onoff
+	// toggling, which settles at half the CPUs offline).
+	HotplugMaxOffline int
 	// Live configures the liveness checks run at each audit (lost
 	// hand-offs, wait ages, lost wake-ups, run-scaled progress, livelock);
 	// the zero value switches them off.

@@ -349,7 +349,13 @@ func (m *Machine) selectTaskRQ(c *percpu.Ctx, p *task.Task) int {
 		return prev
 	}
 	if p.DLTask() && mask.Has(prev) {
-		return m.selectTaskRQDL(c, p, prev)
+		cpu := m.selectTaskRQDL(c, p, prev)
+		if m.hotplug && !m.isCPUAllowed(p, cpu) {
+			// select_task_rq()'s is_cpu_allowed check covers every
+			// class's pick (here: prev went down under a DL task).
+			cpu = m.selectFallbackRQ(c, p.CPU(), p)
+		}
+		return cpu
 	}
 	rt := p.SE.Policy.RT()
 	prio := p.SE.Prio

@@ -59,8 +59,9 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 	if o.Bugs.Has(bugs.SRQDrainIRQsOn) {
 		srqDrainSetup(&o)
 	}
-	if o.Bugs.Has(bugs.ReturnToOffline) && o.HotplugInterval == 0 {
-		// The entry needs CPUs going offline under proxy-migrated donors.
+	if o.Bugs.Has(bugs.ReturnToOffline) && (o.HotplugInterval == 0 || o.HotplugInterval > 2*time.Millisecond) {
+		// The entry needs CPUs going offline under proxy-migrated donors,
+		// often: faster than stress's default interval.
 		o.HotplugInterval = 2 * time.Millisecond
 	}
 	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)

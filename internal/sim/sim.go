@@ -101,6 +101,13 @@ type Options struct {
 	// HotplugInterval is virtual time between CPU hotplug operations (a
 	// random CPU taken down, or brought back up; 0: off).
 	HotplugInterval time.Duration
+	// HotplugMaxOffline bounds the CPUs the hotplug injector keeps down
+	// (0: one in 32 of the CPUs, at least 1).
+	HotplugMaxOffline int
+	// HotplugIsDefault says HotplugInterval is stress's default, not the
+	// user's: a run with core scheduling (which the model does not combine
+	// with hotplug) then runs without hotplug instead of being refused.
+	HotplugIsDefault bool
 	// MigrateDisable is the probability that a lock instruction of the
 	// workload is wrapped in a migrate_disable()/migrate_enable() region,
 	// drawn per task and instruction from the seed.
@@ -269,6 +276,13 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.ShuffleEvery = int64(o.ShuffleInterval)
 	cfg.DomainRebuildEvery = int64(o.DomainRebuildInterval)
 	cfg.HotplugEvery = int64(o.HotplugInterval)
+	if cs != cpu.CoreOff && o.HotplugIsDefault {
+		cfg.HotplugEvery = 0
+	}
+	cfg.HotplugMaxOffline = o.HotplugMaxOffline
+	if cfg.HotplugMaxOffline == 0 {
+		cfg.HotplugMaxOffline = max(1, o.CPUs/32)
+	}
 	cfg.Hotplug = sc.UsesHotplug()
 	cfg.CoreToggleEvery = int64(o.CoreToggleInterval)
 	cfg.SignalRate, cfg.SignalFatal, cfg.SpuriousWakeRate = o.SignalRate, o.SignalFatal, o.SpuriousWakeRate
