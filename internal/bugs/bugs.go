@@ -71,6 +71,7 @@ const (
 	WWWoundWrongLock                // 23: wound clears the owner's blocked_on for the wrong lock (6.17-rc2 syzbot WARN)
 	ReturnDelayed                   // finding F10: proxy_needs_return's block_task is delayed (DELAY_DEQUEUE)
 	DelayedPlainRead                // finding F11: find_proxy_task reads owner->se.sched_delayed without the owner's rq lock
+	ProxyMigrateOffline             // finding F12: find_proxy_task migrates donors to an offline CPU (a throttled DL owner's)
 	NumBugs
 )
 
@@ -217,6 +218,9 @@ var Catalogue = []Bug{
 	{DelayedPlainRead, 0, "delayed-plain-read", Finding, "open@014c4be7",
 		"find_proxy_task tests owner->se.sched_delayed (twice: before and after taking the owner's blocked_lock) holding its own rq lock, the mutex's wait_lock and a blocked_lock, but not the rq lock of the owner's CPU, while dequeue_entity (set_delayed), requeue_delayed_entity and the pick's delayed dequeue (clear_delayed) write it under that rq lock only: a plain concurrent read and write (KCSAN's data race). The decision stays right (a delayed owner parks the donor, and the owner's ttwu_runnable requeue is followed by activate_blocked_waiters under the owner's blocked_lock); the fix is READ_ONCE/WRITE_ONCE",
 		"race detector only (build with -race): DATA RACE between FindProxyTask and SetSchedDelayed"},
+	{ProxyMigrateOffline, 0, "proxy-migrate-offline", Finding, "open@014c4be7",
+		"find_proxy_task sends a donor to task_cpu(owner) whenever the owner is on_rq elsewhere, and proxy_migrate_task attaches it there unconditionally (\"leave that CPU to sort things out\"). A SCHED_DEADLINE owner that ran out of budget holding the mutex is throttled: still on_rq, but not in nr_running, so its CPU can go offline under it (dl_task_offline_migration moves it when its dl_timer fires). Donors that block on its mutex meanwhile are proxy-migrated to the offline CPU, where nothing will ever run or move them: they are stranded until that CPU comes back. The model's fix treats an owner on an offline CPU like a migrating one (proxy_resched_idle: retry once its timer has moved it); --bug restores the unconditional migration",
+		"offline CPU with queued tasks (invariant 48), on that CPU's own loop and in the audit"},
 }
 
 // raceOnly are the entries only the race detector catches.

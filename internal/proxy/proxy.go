@@ -228,6 +228,23 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				wl.Unlock(c.CPU)
 				return done(ReschedIdle(c, r))
 			}
+			if c.CPUOnline != nil && !c.CPUOnline(ownerCPU) && !c.Bug(bugs.ProxyMigrateOffline) {
+				// Finding F12's fix: an owner queued on an offline CPU
+				// is a throttled DL task (nothing else stays queued on
+				// a CPU that goes down), which cannot run before its
+				// dl_timer moves it to an active CPU
+				// (dl_task_offline_migration). Migrating the donor
+				// there would strand it, and waiting for the timer
+				// would spin for up to a period: the donor sleeps
+				// instead (proxy_deactivate, as upstream's single-rq
+				// form does for every remote owner) and the hand-off
+				// wakes it. (cpu_online cannot change under our rq lock
+				// with IRQs off: take_cpu_down runs under stop_machine.)
+				act = actDeactivateDonor
+				p.BlockedLock.Unlock(c.CPU)
+				wl.Unlock(c.CPU)
+				goto out
+			}
 			act = actMigrate
 			if c.ProxySingleRQ { // issue 18, --proxy-exec single-rq: upstream does not migrate; proxy_deactivate(rq, donor)
 				act = actDeactivateDonor
