@@ -49,6 +49,7 @@ func TestFlagAndPathErrors(t *testing.T) {
 		{[]string{"stress", "--retry-deterministic", "-1s"}, "--retry-deterministic must not be negative"},
 		{[]string{"stress", "--hotplug-interval", "-1ms"}, "--hotplug-interval must not be negative"},
 		{[]string{"stress", "--migrate-disable", "2"}, "--migrate-disable 2 out of range 0-1"},
+		{[]string{"stress", "--hotplug-max-offline", "-1"}, "--hotplug-max-offline -1: want 0"},
 		{[]string{"stress", "--cpus", "4", "--core-sched", "--hotplug-interval", "1ms"}, "CPU hotplug with core scheduling is not modelled"},
 		{[]string{"run", "--cpus", "4", "--sim-time", "10ms", "--workload", offline7}, offline7 + ": line 1: groups[0].program[0]: offline: cpu 7 out of range"},
 		{[]string{"run", "--sched-features", "DELAY_DEQUEUE,NO_NOSUCH"}, `unknown sched feature "NO_NOSUCH"`},

@@ -138,7 +138,7 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 		sf.o.HotplugIsDefault = false
 	}
 	if sf.o.HotplugMaxOffline < 0 {
-		return usagef("--hotplug-max-offline %d: want 0 (no bound) or more", sf.o.HotplugMaxOffline)
+		return usagef("--hotplug-max-offline %d: want 0 (one in 32 of the CPUs) or a number of CPUs", sf.o.HotplugMaxOffline)
 	}
 	if sf.o.JitterDelay < 0 || sf.o.JitterDelay > time.Second {
 		return usagef("--jitter-delay %v out of range 0-1s", sf.o.JitterDelay)
