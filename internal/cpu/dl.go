@@ -33,6 +33,13 @@ func (m *Machine) dlTaskTimer(c *percpu.Ctx, p *task.Task, id uint64) {
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
 	if m.hotplug && !m.cpuOnline(r.CPU) && p.DLTask() && p.SE.DL.Throttled && p.Queued() {
+		// The kernel tests !rq->online, which set_rq_offline clears at
+		// sched_cpu_deactivate, while the CPU is still going down; the
+		// model waits for take_cpu_down (cpu_online). Tested the
+		// kernel's way, a migrate-disabled throttled task (its CPU
+		// pinned by nr_pinned) was moved: invariant 49 within seconds
+		// at 4 CPUs, set_task_cpu's is_migration_disabled WARN in the
+		// kernel. Not yet checked against deadline.c: a candidate.
 		r = m.dlTaskOfflineMigration(c, r, p)
 	}
 	if r.DLTimerFire(c, p, c.ID, id) && r.NrDL() >= 2 {
@@ -47,7 +54,10 @@ func (m *Machine) dlTaskTimer(c *percpu.Ctx, p *task.Task, id uint64) {
 // not in nr_running, so the CPU could go) moves the task to an active CPU
 // of its cpus_ptr, or to any active CPU when none is left (the kernel's
 // "the task will never come back" fallback, affinity broken). The kernel
-// first tries find_lock_later_rq; the model takes the fallback directly.
+// first tries find_lock_later_rq; the model takes the fallback directly,
+// and moves the task with a dequeue and an enqueue (the kernel only
+// set_task_cpu()s it: throttled, it is in no tree; the model's throttled
+// list is per runqueue).
 // Called with pi_lock and r locked; returns with the new rq locked
 // instead of r.
 func (m *Machine) dlTaskOfflineMigration(c *percpu.Ctx, r *rq.RQ, p *task.Task) *rq.RQ {
