@@ -72,6 +72,7 @@ const (
 	ReturnDelayed                   // finding F10: proxy_needs_return's block_task is delayed (DELAY_DEQUEUE)
 	DelayedPlainRead                // finding F11: find_proxy_task reads owner->se.sched_delayed without the owner's rq lock
 	ProxyMigrateOffline             // finding F12: find_proxy_task migrates donors to an offline CPU (a throttled DL owner's)
+	DonorAffinityExempt             // finding F13: affine_move_task exempts rq->donor even once it is runnable again
 	NumBugs
 )
 
@@ -221,6 +222,9 @@ var Catalogue = []Bug{
 	{ProxyMigrateOffline, 0, "proxy-migrate-offline", Finding, "open@014c4be7",
 		"find_proxy_task sends a donor to task_cpu(owner) whenever the owner is on_rq elsewhere, and proxy_migrate_task attaches it there unconditionally (\"leave that CPU to sort things out\"). A SCHED_DEADLINE owner that ran out of budget holding the mutex is throttled: still on_rq, but not in nr_running, so its CPU can go offline under it (dl_task_offline_migration moves it when its dl_timer fires). Donors that block on its mutex meanwhile are proxy-migrated to the offline CPU, where nothing will ever run or move them: they are stranded until that CPU comes back. The model's fix treats an owner on an offline CPU like a migrating one (proxy_resched_idle: retry once its timer has moved it); --bug restores the unconditional migration",
 		"offline CPU with queued tasks (invariant 48), on that CPU's own loop and in the audit"},
+	{DonorAffinityExempt, 0, "donor-affinity-exempt", Finding, "open@014c4be7",
+		"affine_move_task is done at once when the task is rq->donor and not rq->curr (\"boosting a lock-holding proxy\"). But a donor stays rq->donor after the proxy's unlock hands it the lock and wakes it (ttwu_runnable: is_blocked cleared, runnable), until the proxy schedules. A mask change that excludes the CPU in that window moves nothing and sends no stopper: sched_setaffinity succeeds, and the next pick runs the task on the CPU its new mask excludes, for as long as it keeps running there. The model's fix exempts only a donor that is still is_blocked; a runnable one goes to the stopper, which preempts the proxy and moves it; --bug restores the unconditional exemption",
+		"inline switch-in check: task runs outside its affinity mask (invariant 2)"},
 }
 
 // raceOnly are the entries only the race detector catches.
@@ -237,6 +241,8 @@ func (b Bug) HuntSkip() string {
 		return "only the race detector catches it (a race build and GORACE=halt_on_error=1; docs/findings.md)"
 	case b.ID == ProxyMigrateOffline:
 		return "needs a throttled DL owner alone on a CPU as it goes down: a hunt with --only (16 CPUs) catches it 3/3 at a median of 3-4 s, but its worst run took 47 s, too close to the catalogue test's 60 s; internal/cpu/testdata/finding_proxy_migrate_offline.txt pins it deterministically"
+	case b.ID == DonorAffinityExempt:
+		return "needs a mask change in the window between a proxy's unlock waking its donor and the next schedule: 1/3 runs at 64 CPUs in 60 s, 2/3 at 16 CPUs with --shuffle-interval 1ms in 30 s (4 s and 23 s); internal/cpu/testdata/finding_donor_affinity_exempt.txt pins it deterministically"
 	case b.ID == WWNestedBlockedLock:
 		return "the AB-BA needs a wounder and an owner whose unlock nests the wounder as a stale blocked_donor at the same instant: not met in 3 x 60 s of 256-CPU stress (0/3); lockdep's nesting annotation hides it, as in the kernel"
 	}

@@ -42,7 +42,14 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	// TASK_WAKING and not on a CPU: p sits on task_cpu(p)'s wake list
 	// (ttwu holds pi_lock until it is queued there, and we hold it now).
 	waking := !running && p.State() == task.Waking
-	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && !(running && p.CPU() == p.WakeCPU && !mask.Has(p.CPU())) && !waking && (running || p.MigrationDisabled == 0) {
+	// The reference's exemption ("done if the task is the current donor,
+	// boosting a lock-holding proxy") also covers a donor the proxy's
+	// unlock has just handed the lock and woken (is_blocked clear,
+	// runnable) but that is still rq->donor: finding F13. The fix
+	// exempts only a donor that is still blocked; a runnable one goes to
+	// the stopper, which preempts the proxy and moves it.
+	donorRunnable := !running && p == r.Donor(c) && !p.IsBlocked() && !c.Bug(bugs.DonorAffinityExempt)
+	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && !(running && p.CPU() == p.WakeCPU && !mask.Has(p.CPU())) && !waking && !(donorRunnable && !mask.Has(p.CPU())) && (running || p.MigrationDisabled == 0) {
 		// v11: a home CPU that is no longer allowed moves with the mask.
 		// Not for a task the stopper is to move, running at home or
 		// TASK_WAKING on task_cpu's wake list: its move (set_task_cpu)
@@ -56,7 +63,7 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	switch {
 	case mask.Has(p.CPU()):
 		// Nothing to move.
-	case running || waking:
+	case running || waking || donorRunnable:
 		// task_on_cpu() or TASK_WAKING: affine_move_task cannot decide
 		// here and punts to the stopper of task_cpu(p), which flushes
 		// that CPU's wake list first (a waking p is then queued there)
@@ -64,7 +71,7 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 		p.MigrationReady = true
 		cp := m.cpus[r.CPU]
 		cp.stopWork = append(cp.stopWork, p)
-		if running {
+		if running || donorRunnable {
 			r.ReschedCurr(c)
 		}
 		m.sendIPI(c, r.CPU, ipiStopper)
@@ -152,6 +159,20 @@ func (cp *CPU) migrationStop() {
 			r.SetDonor(c, r.Idle)
 			r.SetNeedResched()
 			cp.switchTo(p, r.Idle)
+			r.SetNextTask(c)
+			r.PublishPrio(c)
+		} else if p == r.Donor(c) && !p.IsBlocked() && !c.Bug(bugs.DonorAffinityExempt) {
+			// F13's fix: p is the donor of a proxy and runnable again.
+			// The stopper preempts the proxy, and is then rq->donor
+			// itself, so p is a queued task like any other.
+			q := r.Curr()
+			r.UpdateCurr(c)
+			r.SetDonor(c, r.Idle)
+			r.SetNeedResched()
+			if q != r.Idle {
+				migrateDisableSwitch(r, q)
+				cp.switchTo(q, r.Idle)
+			}
 			r.SetNextTask(c)
 			r.PublishPrio(c)
 		}
