@@ -151,30 +151,12 @@ func (cp *CPU) migrationStop() {
 			p.PiLock.Unlock(c.CPU)
 			continue
 		}
-		if p == r.Curr() {
-			migrateDisableSwitch(r, p)
-			// The stopper preempts it: switch to the idle task (standing
-			// in for the stop thread) so that p is no longer running.
-			r.UpdateCurr(c)
-			r.SetDonor(c, r.Idle)
-			r.SetNeedResched()
-			cp.switchTo(p, r.Idle)
-			r.SetNextTask(c)
-			r.PublishPrio(c)
-		} else if p == r.Donor(c) && !p.IsBlocked() && !c.Bug(bugs.DonorAffinityExempt) {
-			// F13's fix: p is the donor of a proxy and runnable again.
-			// The stopper preempts the proxy, and is then rq->donor
-			// itself, so p is a queued task like any other.
-			q := r.Curr()
-			r.UpdateCurr(c)
-			r.SetDonor(c, r.Idle)
-			r.SetNeedResched()
-			if q != r.Idle {
-				migrateDisableSwitch(r, q)
-				cp.switchTo(q, r.Idle)
-			}
-			r.SetNextTask(c)
-			r.PublishPrio(c)
+		if p == r.Curr() || (p == r.Donor(c) && !p.IsBlocked() && !c.Bug(bugs.DonorAffinityExempt)) {
+			// The stopper preempts p, or (F13's fix: p is the donor of a
+			// proxy and runnable again) the proxy running for p; the
+			// stopper is then rq->donor itself, and p a queued task like
+			// any other.
+			cp.stopperPreempt()
 		}
 		if p.MigrationDisabled > 0 {
 			// is_migration_disabled(): out; migrate_enable() sends the
@@ -200,6 +182,23 @@ func (cp *CPU) migrationStop() {
 		p.PiLock.Unlock(c.CPU)
 	}
 	r.SetNeedResched()
+}
+
+// stopperPreempt is the stop thread preempting rq->curr (the idle task
+// stands in for it): curr is switched out, the stopper is rq->donor, and
+// the CPU reschedules after it. The rq lock is held.
+func (cp *CPU) stopperPreempt() {
+	c, r := cp.c, cp.rq
+	q := r.Curr()
+	r.UpdateCurr(c)
+	r.SetDonor(c, r.Idle)
+	r.SetNeedResched()
+	if q != r.Idle {
+		migrateDisableSwitch(r, q)
+		cp.switchTo(q, r.Idle)
+	}
+	r.SetNextTask(c)
+	r.PublishPrio(c)
 }
 
 // nextActive is the first CPU of mask at or after from (wrapping) that

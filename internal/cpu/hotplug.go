@@ -196,12 +196,7 @@ func (cp *CPU) balancePushStop() {
 			r.Unlock(c)
 			return
 		}
-		r.UpdateCurr(c)
-		r.SetDonor(c, r.Idle)
-		migrateDisableSwitch(r, p)
-		cp.switchTo(p, r.Idle)
-		r.SetNextTask(c)
-		r.PublishPrio(c)
+		cp.stopperPreempt()
 	}
 	cp.pushTask = nil
 	r.SetNeedResched()

@@ -85,7 +85,6 @@ var ops = [...]func(cp *CPU, p *task.Task, op *task.Op){
 
 // opCompute runs compute for at most the budget to the next tick, timer or epoch end.
 func (cp *CPU) opCompute(p *task.Task, op *task.Op) {
-	c, m := cp.c, cp.m
 	ex := &p.Exec
 	if ex.Left == 0 {
 		ex.Left = dur(p, op)
@@ -94,20 +93,7 @@ func (cp *CPU) opCompute(p *task.Task, op *task.Op) {
 			return
 		}
 	}
-	budget := ex.Left
-	if d := cp.nextTick - c.Now; d > 0 && d < budget {
-		budget = d
-	}
-	if d := m.bar.horizon.Load() - c.Now; d > 0 && d < budget {
-		budget = d
-	}
-	if d := cp.nextTimer() - c.Now; d > 0 && d < budget {
-		budget = d
-	}
-	budget = m.runner.stepBudget(cp.id, c.Now, budget)
-	if budget < 1 {
-		budget = 1
-	}
+	budget := max(cp.clampToEvents(ex.Left), 1)
 	cp.advance(budget)
 	ex.Left -= budget
 	if ex.Left <= 0 {
@@ -413,17 +399,20 @@ func (cp *CPU) spinCatchUp(ownerNow int64) int64 {
 	if d <= m.cfg.SpinCost || cp.pending() {
 		return m.cfg.SpinCost
 	}
-	if t := cp.nextTick - c.Now; t > 0 && t < d {
-		d = t
+	return max(cp.clampToEvents(d), m.cfg.SpinCost)
+}
+
+// clampToEvents bounds a stretch of d ns of virtual time on this CPU to
+// its next tick, its next timer and the epoch's end, and to the serial
+// strategy's step budget.
+func (cp *CPU) clampToEvents(d int64) int64 {
+	c, m := cp.c, cp.m
+	for _, at := range [...]int64{cp.nextTick, m.bar.horizon.Load(), cp.nextTimer()} {
+		if t := at - c.Now; t > 0 && t < d {
+			d = t
+		}
 	}
-	if t := m.bar.horizon.Load() - c.Now; t > 0 && t < d {
-		d = t
-	}
-	if t := cp.nextTimer() - c.Now; t > 0 && t < d {
-		d = t
-	}
-	d = m.runner.stepBudget(cp.id, c.Now, d)
-	return max(d, m.cfg.SpinCost)
+	return m.runner.stepBudget(cp.id, c.Now, d)
 }
 
 // peekClock reads another CPU's clock (percpu.Ctx.Now, written only by
