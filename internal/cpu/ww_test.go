@@ -60,27 +60,7 @@ func TestWWNestedBlockedLockABBA(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			k := m.AddWWClass("ww", false)
-			a, b := m.AddWWMutex("a", k).ID(), m.AddWWMutex("b", k).ID()
-			prog := func(ops ...task.Op) *task.Program { return &task.Program{Ops: ops} }
-			hour := int64(time.Hour)
-			o, err := m.AddTask(TaskSpec{Name: "O", Mask: task.MaskOf(0), CPU: 0, Seed: 1, Prog: prog(
-				task.Op{Kind: task.OpWWInit},
-				task.Op{Kind: task.OpWWLock, Mutex: a},
-				task.Op{Kind: task.OpSleep, Min: 100_000},
-				task.Op{Kind: task.OpWWLock, Mutex: b},
-				task.Op{Kind: task.OpCompute, Min: hour})})
-			if err != nil {
-				t.Fatal(err)
-			}
-			y, err := m.AddTask(TaskSpec{Name: "Y", Mask: task.MaskOf(1), CPU: 1, Seed: 2, Prog: prog(
-				task.Op{Kind: task.OpSleep, Min: 10_000},
-				task.Op{Kind: task.OpWWInit},
-				task.Op{Kind: task.OpWWLock, Mutex: b},
-				task.Op{Kind: task.OpCompute, Min: hour})})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o, y := wwOwnerAndYounger(t, m, task.Op{Kind: task.OpCompute, Min: int64(time.Hour)})
 			run := func(cpu, steps int) {
 				for i := 0; i < steps; i++ {
 					m.cpus[cpu].iterate(cfgHorizon)
@@ -164,28 +144,7 @@ func wwVictimExitsBeforeWake(t *testing.T) ([]string, *task.Task, *Machine) {
 		t.Fatal(err)
 	}
 	hook.m = m
-	k := m.AddWWClass("ww", false)
-	a, b := m.AddWWMutex("a", k).ID(), m.AddWWMutex("b", k).ID()
-	prog := func(ops ...task.Op) *task.Program { return &task.Program{Ops: ops} }
-	hour := int64(time.Hour)
-	o, err := m.AddTask(TaskSpec{Name: "O", Mask: task.MaskOf(0), CPU: 0, Seed: 1, Prog: prog(
-		task.Op{Kind: task.OpWWInit},
-		task.Op{Kind: task.OpWWLock, Mutex: a},
-		task.Op{Kind: task.OpSleep, Min: 100_000},
-		task.Op{Kind: task.OpWWLock, Mutex: b},
-		task.Op{Kind: task.OpCompute, Min: hour})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := m.AddTask(TaskSpec{Name: "Y", Mask: task.MaskOf(1), CPU: 1, Seed: 2, Prog: prog(
-		task.Op{Kind: task.OpSleep, Min: 10_000},
-		task.Op{Kind: task.OpWWInit},
-		task.Op{Kind: task.OpWWLock, Mutex: b},
-		task.Op{Kind: task.OpCompute, Min: 3_000_000},
-		task.Op{Kind: task.OpExit})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, y := wwOwnerAndYounger(t, m, task.Op{Kind: task.OpCompute, Min: 3_000_000}, task.Op{Kind: task.OpExit})
 	until := func(cpu int, done func() bool) {
 		for i := 0; i < 50 && !done(); i++ {
 			m.cpus[cpu].iterate(cfgHorizon)
@@ -237,4 +196,30 @@ func TestWakeQWithoutReferenceIsCaught(t *testing.T) {
 	if !strings.Contains(out, "--- PASS: TestMutantChildWakeQNoRef") {
 		t.Fatalf("the mutant child did not pass:\n%s", tail(out, 3000))
 	}
+}
+
+// wwOwnerAndYounger adds the two tasks of the ww scenarios: O (cpu0) takes
+// ww_mutex a, sleeps 100us and takes b; Y (cpu1), younger, takes b after
+// 10us and then runs yTail.
+func wwOwnerAndYounger(t *testing.T, m *Machine, yTail ...task.Op) (o, y *task.Task) {
+	t.Helper()
+	k := m.AddWWClass("ww", false)
+	a, b := m.AddWWMutex("a", k).ID(), m.AddWWMutex("b", k).ID()
+	o, err := m.AddTask(TaskSpec{Name: "O", Mask: task.MaskOf(0), CPU: 0, Seed: 1, Prog: &task.Program{Ops: []task.Op{
+		{Kind: task.OpWWInit},
+		{Kind: task.OpWWLock, Mutex: a},
+		{Kind: task.OpSleep, Min: 100_000},
+		{Kind: task.OpWWLock, Mutex: b},
+		{Kind: task.OpCompute, Min: int64(time.Hour)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err = m.AddTask(TaskSpec{Name: "Y", Mask: task.MaskOf(1), CPU: 1, Seed: 2, Prog: &task.Program{Ops: append([]task.Op{
+		{Kind: task.OpSleep, Min: 10_000},
+		{Kind: task.OpWWInit},
+		{Kind: task.OpWWLock, Mutex: b}}, yTail...)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, y
 }
