@@ -57,10 +57,11 @@ func stressDefaults() sim.Options {
 	// One critical section in ten runs migrate-disabled: migrate-disabled
 	// donors and owners for the proxy paths (set_task_cpu's exemption).
 	o.MigrateDisable = 0.1
-	// Issue 14's paths on by default: signals (none fatal) to random
-	// tasks and mutex waiters, a tenth of the lock instructions
-	// interruptible or killable (ww: interruptible), spurious wake-ups
-	// of mutex waiters.
+	// Issue 14's paths on by default: signals to random tasks and mutex
+	// waiters, one in ten of them SIGKILL (the task exits, and a task of
+	// the same spec is forked in its slot: --respawn), a tenth of the
+	// lock instructions interruptible or killable (ww: interruptible),
+	// spurious wake-ups of mutex waiters.
 	// Issue 15's CPU hotplug on by default: a CPU down or up every 20 ms
 	// of virtual time, at most one CPU in 32 down at a time (so that a
 	// long soak keeps its machine); off under core scheduling, which the
@@ -68,6 +69,8 @@ func stressDefaults() sim.Options {
 	o.HotplugInterval = 20 * time.Millisecond
 	o.HotplugIsDefault = true
 	o.SignalRate = 100
+	o.SignalFatal = 0.1
+	o.Respawn = true
 	o.SpuriousWakeRate = 100
 	o.InterruptibleLocks = 0.1
 	return o
@@ -86,6 +89,7 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.DurationVar(&sf.o.CoreToggleInterval, "core-sched-toggle-interval", 0, "virtual time between switches of core scheduling off and on (__sched_core_flip of every core's rq lock; needs --core-sched; 0: off)")
 	fs.Float64Var(&sf.o.SignalRate, "signal-rate", def.SignalRate, "signals sent per second of busy virtual time per CPU, half of them to random mutex waiters (0: off)")
 	fs.Float64Var(&sf.o.SignalFatal, "signal-fatal", def.SignalFatal, "fraction of --signal-rate's signals that are SIGKILL (the task exits when it handles one)")
+	fs.BoolVar(&sf.o.Respawn, "respawn", def.Respawn, "fork a task of the same spec in the slot of each task killed by SIGKILL (--signal-fatal), at the next barrier, so that the machine keeps its tasks")
 	fs.Float64Var(&sf.o.SpuriousWakeRate, "spurious-wake-rate", def.SpuriousWakeRate, "spurious wake_up_process calls on random mutex waiters per second of busy virtual time per CPU (0: off)")
 	fs.DurationVar(&sf.o.HotplugInterval, "hotplug-interval", def.HotplugInterval, "virtual time between CPU hotplug operations: a random CPU (seeded) taken down, or brought back up, never the last active one (0: off)")
 	fs.IntVar(&sf.o.HotplugMaxOffline, "hotplug-max-offline", def.HotplugMaxOffline, "with this many CPUs down, the hotplug injector brings one up instead of taking another down (0: one in 32 of the CPUs, at least 1; --cpus N lets the toggling settle at half the CPUs offline)")
@@ -209,7 +213,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		zap.Int("tasks", len(r.Machine.Tasks())-1), zap.String("workload", sc.Name), zap.Bool("proxy_exec", mf.o.Proxy),
 		zap.Strings("bugs", mf.o.Bugs.Names()), zap.Duration("duration", mf.o.Duration), zap.Float64("jitter", mf.o.Jitter),
 		zap.Duration("stutter", mf.o.Stutter), zap.Duration("shuffle_interval", mf.o.ShuffleInterval), zap.Duration("domain_rebuild_interval", mf.o.DomainRebuildInterval),
-		zap.Float64("signal_rate", mf.o.SignalRate), zap.Float64("spurious_wake_rate", mf.o.SpuriousWakeRate),
+		zap.Float64("signal_rate", mf.o.SignalRate), zap.Float64("signal_fatal", mf.o.SignalFatal), zap.Bool("respawn", mf.o.Respawn), zap.Float64("spurious_wake_rate", mf.o.SpuriousWakeRate),
 		zap.Float64("lock_interruptible", mf.o.InterruptibleLocks),
 		zap.Duration("hotplug_interval", mf.o.HotplugInterval), zap.Int("hotplug_max_offline", mf.o.HotplugMaxOffline), zap.Float64("migrate_disable", mf.o.MigrateDisable),
 		zap.Duration("epoch", mf.o.Epoch), zap.Int("audit_every", mf.o.AuditEvery), zap.String("report", mf.report),

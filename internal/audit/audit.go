@@ -15,6 +15,9 @@ type View interface {
 	NumCPUs() int
 	RQ(cpu int) *rq.RQ
 	Tasks() []*task.Task // index = id, [0] nil
+	// RetiredRuntime is the execution time charged to tasks that exited
+	// and whose slots were given to new tasks (respawn).
+	RetiredRuntime() int64
 	Mutexes() []*mutex.Mutex
 	Now(cpu int) int64
 	Busy(cpu int) int64
@@ -337,7 +340,7 @@ func ownerOf(m task.Lock) *task.Task {
 // runtime: invariant 20: what tasks were charged plus what is pending
 // equals the time CPUs spent executing them.
 func (a *auditor) runtime() {
-	var charged, busy int64
+	charged, busy := a.v.RetiredRuntime(), int64(0)
 	for _, p := range a.v.Tasks() {
 		if p != nil {
 			charged += p.SE.SumExecRuntime

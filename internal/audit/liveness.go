@@ -85,6 +85,7 @@ type progress struct {
 	runnable int64 // SE.Runnable at the last audit
 	waited   int64 // runnable wait observed at the last audit
 	at       int64 // horizon of the last audit that saw it progress
+	seen     int64 // horizon of the last audit that found the task in its slot
 }
 
 type grantKey struct {
@@ -181,14 +182,24 @@ func (a *liveAuditor) track() {
 		}
 		pr := a.prog[p]
 		if pr == nil {
-			a.prog[p] = &progress{sum: p.SE.SumExecRuntime, switches: p.Stats.Switches, runnable: p.SE.Runnable, at: a.horizon}
+			a.prog[p] = &progress{sum: p.SE.SumExecRuntime, switches: p.Stats.Switches, runnable: p.SE.Runnable, at: a.horizon, seen: a.horizon}
 			continue
 		}
+		pr.seen = a.horizon
 		_, running := a.curr[p]
 		if running || pr.sum != p.SE.SumExecRuntime || pr.switches != p.Stats.Switches {
 			pr.at = a.horizon
 		}
 		pr.sum, pr.switches = p.SE.SumExecRuntime, p.Stats.Switches
+	}
+	if len(a.prog) >= 2*len(a.v.Tasks()) {
+		// Respawned tasks (the machine's Retired) left their slots:
+		// forget them.
+		for p, pr := range a.prog {
+			if pr.seen != a.horizon {
+				delete(a.prog, p)
+			}
+		}
 	}
 }
 

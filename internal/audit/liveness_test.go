@@ -22,6 +22,7 @@ type fakeView struct {
 func (v *fakeView) NumCPUs() int                          { return 1 }
 func (v *fakeView) RQ(int) *rq.RQ                         { return v.r }
 func (v *fakeView) Tasks() []*task.Task                   { return v.tasks }
+func (v *fakeView) RetiredRuntime() int64                 { return 0 }
 func (v *fakeView) Mutexes() []*mutex.Mutex               { return nil }
 func (v *fakeView) Now(int) int64                         { return 0 }
 func (v *fakeView) Busy(int) int64                        { return 0 }

@@ -118,6 +118,9 @@ func (b *barrier) advanceLocked() {
 	if m.hotplug {
 		m.hotplugEpoch(h)
 	}
+	if m.cfg.Respawn {
+		m.respawnEpoch()
+	}
 	if m.cfg.OnEpoch != nil {
 		m.cfg.OnEpoch(m, h)
 	}

@@ -150,8 +150,16 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		// An epoch barrier with every CPU stopped (stop_machine): the
 		// take_cpu_down of every dying CPU that is empty one grace
 		// period after it went inactive.
+		// With respawn=on, also respawnEpoch: each reaped task's slot
+		// gets a TASK_NEW task (named NAME.GEN in the script).
 		h.m.epochs.Add(1)
 		h.m.hotplugEpoch(0)
+		if h.m.cfg.Respawn {
+			h.m.respawnEpoch()
+			for _, p := range h.m.tasks[1:] {
+				h.tasks[p.Name] = p
+			}
+		}
 		return h.events()
 	case "coreflip":
 		// coreflip on|off [from=N]: __sched_core_flip from cpu N (no lock held)
@@ -245,6 +253,8 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 			cfg.NoOptimisticSpin = a.Vals[0] == "off"
 		case "hotplug":
 			cfg.Hotplug = a.Vals[0] == "on"
+		case "respawn":
+			cfg.Respawn = a.Vals[0] == "on"
 		case "topology":
 			tp, err := topology.Parse(a.Vals[0])
 			if err != nil {
@@ -553,6 +563,8 @@ func (h *harness) format(e trace.Event) string {
 			d = (time.Duration(e.A) * time.Microsecond).String()
 		}
 		return fmt.Sprintf("%s %s sleep %s", pre, n(e.Task), d)
+	case trace.EvFork:
+		return fmt.Sprintf("%s wake_up_new_task %s on cpu%d", pre, n(e.Task), e.A)
 	case trace.EvLoadBalance:
 		return fmt.Sprintf("%s load balance pulls %s cpu%d->cpu%d", pre, n(e.Task), e.A, e.B)
 	case trace.EvLockEINTR:

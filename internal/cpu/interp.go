@@ -716,6 +716,7 @@ func (cp *CPU) handleSignal(p *task.Task) bool {
 	}
 	c.Emit(trace.EvSignalHandled, int32(p.ID), f, 0, 0)
 	if fatal {
+		p.Exec.Killed = true
 		cp.exit(p)
 		return true
 	}

@@ -47,6 +47,10 @@ type Config struct {
 	// them that are SIGKILL (the task exits when it handles one).
 	SignalRate  float64
 	SignalFatal float64
+	// Respawn replaces every task that exited and was reaped with a new
+	// one of the same spec at the next barrier (stress: on), so that
+	// fatal signals do not empty a long soak. See respawnEpoch.
+	Respawn bool
 	// SpuriousWakeRate is wake_up_process calls on a random mutex waiter
 	// per second of busy virtual time per CPU (stress
 	// --spurious-wake-rate; 0: off).
@@ -133,9 +137,14 @@ type Machine struct {
 	domainSpans [][][]int
 	cpus        []*CPU
 	rqs         []*rq.RQ
-	tasks       []*task.Task // index = task id; tasks[0] is nil
-	mutexes     []*mutex.Mutex
-	wwClasses   []*mutex.WWClass // read-only once the machine starts
+	tasks       []*task.Task // index = task id (pid); tasks[0] is nil. A slot is replaced only at the barrier (respawnEpoch)
+	specs       []TaskSpec   // each slot's spec, for its respawns
+	retired     []*task.Task // the tasks respawnEpoch replaced, for the run's totals
+	gens        []int        // each slot's respawns so far
+	// retiredRuntime is the retired tasks' sum_exec_runtime (invariant 20).
+	retiredRuntime int64
+	mutexes        []*mutex.Mutex
+	wwClasses      []*mutex.WWClass // read-only once the machine starts
 
 	Log   *trace.Log
 	Dep   *spinlock.Validator
@@ -207,7 +216,7 @@ func New(cfg Config) (*Machine, error) {
 	if n := cfg.Topology.NumCPUs(); n != cfg.CPUs {
 		return nil, fmt.Errorf("cpu: topology %s has %d CPUs, the machine %d", cfg.Topology, n, cfg.CPUs)
 	}
-	m := &Machine{cfg: cfg, topo: cfg.Topology, tasks: []*task.Task{nil}, stopReq: make(chan struct{}, 1), dlb: rq.NewDLBandwidth(cfg.CPUs)}
+	m := &Machine{cfg: cfg, topo: cfg.Topology, tasks: []*task.Task{nil}, specs: []TaskSpec{{}}, gens: []int{0}, stopReq: make(chan struct{}, 1), dlb: rq.NewDLBandwidth(cfg.CPUs)}
 	m.Log = trace.NewLog(cfg.CPUs, cfg.RingSize)
 	m.runner = parallelRunner{}
 	if cfg.Strategy != nil {
@@ -420,13 +429,28 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 		return nil, fmt.Errorf("cpu: task %s: initial cpu %d outside its mask %v", s.Name, s.CPU, s.Mask)
 	}
 	id := len(m.tasks)
-	p := task.New(id, s.Name, len(m.cpus), s.CPU)
+	p, err := m.newTask(id, s.Name, s, m.cpus[s.CPU].c)
+	if err != nil {
+		return nil, err
+	}
+	m.tasks = append(m.tasks, p)
+	m.specs = append(m.specs, s)
+	m.gens = append(m.gens, 0)
+	m.wakeUpNewTask(m.cpus[s.CPU].c, p, false)
+	return p, nil
+}
+
+// newTask is copy_process()'s part the model needs: a task struct for
+// slot id from spec s (sched_fork: the spec's class and parameters; a
+// SCHED_DEADLINE spec passes admission control, as sched_setattr would,
+// on c's CPU). The task is not yet visible to the machine.
+func (m *Machine) newTask(id int, name string, s TaskSpec, c *percpu.Ctx) (*task.Task, error) {
+	p := task.New(id, name, len(m.cpus), s.CPU)
 	p.Group = s.Group
 	p.CoreCookie = s.Cookie
 	p.CPUsMask = s.Mask
 	p.NrCPUsAllowed = s.Mask.Weight()
 	p.PublishMask()
-	c := m.cpus[s.CPU].c
 	switch s.Policy {
 	case task.FIFO, task.RR:
 		p.SetRT(s.Policy, s.Prio)
@@ -445,15 +469,35 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	p.Exec.Prog = s.Prog
 	p.Exec.Loops = make([]int, len(s.Prog.Ops))
 	p.Exec.Rand = rand.New(rand.NewPCG(s.Seed, uint64(id)))
-	m.tasks = append(m.tasks, p)
-	r := m.rqs[s.CPU]
-	// wake_up_new_task: pi_lock (irqsave), then the rq lock.
-	r.LockIrq(c)
+	return p, nil
+}
+
+// wakeUpNewTask is wake_up_new_task() of p, not yet on any runqueue:
+// under its pi_lock (irqsave), with fork balancing (selectRQ) p's CPU is
+// chosen by select_task_rq and set (__set_task_cpu), else it stays on
+// the CPU it was created on; then under that CPU's rq lock, activate
+// (ENQUEUE_INITIAL), wakeup_preempt and task_woken. It returns the CPU.
+func (m *Machine) wakeUpNewTask(c *percpu.Ctx, p *task.Task, selectRQ bool) int {
+	c.IrqDisable()
+	p.PiLock.Lock(c.CPU)
+	cpu := p.CPU()
+	if selectRQ {
+		if dest := m.selectTaskRQ(c, p); dest >= 0 && dest != cpu {
+			cpu = dest
+			p.SetCPU(cpu)
+			p.WakeCPU = cpu
+		}
+	}
+	r := m.rqs[cpu]
+	r.Lock(c)
+	p.SetState(task.Running)
 	r.ActivateTask(c, p, rq.EnqueueInitial)
 	r.CheckPreemptCurr(c, p)
-	m.taskWokenDL(c, r, p) // wake_up_new_task's task_woken
-	r.UnlockIrq(c)
-	return p, nil
+	m.taskWokenDL(c, r, p)
+	r.Unlock(c)
+	p.PiLock.Unlock(c.CPU)
+	c.IrqEnable()
+	return cpu
 }
 
 // Stop asks every CPU to stop at its next step boundary. Idempotent; safe

@@ -27,6 +27,7 @@ const (
 	ipiStopper                     // stop_one_cpu(migration_cpu_stop): move an affinity-broken curr
 	ipiHotplug                     // a hotplug request is posted (hpReq)
 	ipiPush                        // stop_one_cpu_nowait(__balance_push_cpu_stop): push curr off a dying CPU
+	ipiFork                        // respawn: wake_up_new_task of the tasks in forks (posted at the barrier)
 )
 
 // CPU is one simulated CPU: a goroutine, its runqueue and its context.
@@ -88,6 +89,9 @@ type CPU struct {
 	// Written by the task running here (the kernel: this_rq() with
 	// preemption off); read by this CPU and at the barrier.
 	nrPinned int
+	// forks are TASK_NEW tasks this CPU is to wake (wake_up_new_task):
+	// written at the barrier (respawnEpoch), taken by this CPU.
+	forks []fork
 }
 
 func (cp *CPU) pending() bool {
@@ -248,6 +252,9 @@ func (cp *CPU) handleIPIs() {
 		cp.c.IrqDisable()
 		cp.balancePushStop()
 		cp.c.IrqEnable()
+	}
+	if kinds&ipiFork != 0 {
+		cp.forkPending()
 	}
 	if kinds&ipiBalance != 0 && cp.rq.Curr() == cp.rq.Idle {
 		// nohz_balancer_kick's IPI raises SCHED_SOFTIRQ: the nohz idle

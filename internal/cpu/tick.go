@@ -88,9 +88,10 @@ func (cp *CPU) tick() {
 }
 
 // randomWaiter picks a random mutex and, under its wait_lock, a random
-// task on its wait list (nil if the list is empty). The task is used
-// after wait_lock is dropped, as a kernel waker would with a task
-// reference (tasks are never freed here).
+// task on its wait list (nil if the list is empty), and takes a reference
+// to it there (get_task_struct: a waiter cannot exit while it is on the
+// list). The caller uses the task after wait_lock is dropped, as a
+// kernel waker does, and puts the reference.
 func (cp *CPU) randomWaiter() (*task.Task, int) {
 	c, m := cp.c, cp.m
 	if len(m.mutexes) == 0 {
@@ -101,9 +102,24 @@ func (cp *CPU) randomWaiter() (*task.Task, int) {
 	var p *task.Task
 	if ws := mx.Waiters(c); len(ws) > 0 {
 		p = ws[c.Rand.IntN(len(ws))]
+		p.GetTaskStruct()
 	}
 	mx.WaitLock().Unlock(c.CPU)
 	return p, mx.ID()
+}
+
+// randomTask is a pid lookup of a random task with a reference taken
+// (find_get_task_by_vpid): nil if the task it finds has exited and was
+// released. The caller puts the reference.
+func (cp *CPU) randomTask() *task.Task {
+	m := cp.m
+	if len(m.tasks) < 2 {
+		return nil
+	}
+	if p := m.tasks[1+cp.c.Rand.IntN(len(m.tasks)-1)]; p.TryGetTaskStruct() {
+		return p
+	}
+	return nil
 }
 
 // injectSignal sends a signal (stress --signal-rate): half of the time to
@@ -121,9 +137,11 @@ func (cp *CPU) injectSignal() {
 	}
 	if p == nil {
 		p = m.tasks[1+c.Rand.IntN(len(m.tasks)-1)]
+	} else {
+		defer p.PutTaskStruct()
 	}
 	fatal := m.cfg.SignalFatal > 0 && c.Rand.Float64() < m.cfg.SignalFatal
-	m.sendSignal(c, p, fatal)
+	m.sendSignal(c, p, fatal) // takes its own reference (kill(2)'s lookup)
 }
 
 // spuriousWake is a wake-up nobody owes (stress --spurious-wake-rate):
@@ -136,6 +154,7 @@ func (cp *CPU) spuriousWake() {
 	if p == nil {
 		return
 	}
+	defer p.PutTaskStruct()
 	c.Inc(stats.SpuriousWakes)
 	woke := m.tryToWakeUp(c, p, task.WakeNormal)
 	w := int32(0)
@@ -150,10 +169,10 @@ func (cp *CPU) spuriousWake() {
 // --shuffle-interval): a window of one to four CPUs, or all of them.
 func (cp *CPU) shuffle() {
 	c, m := cp.c, cp.m
-	if len(m.tasks) < 2 {
+	p := cp.randomTask() // sched_setaffinity's lookup
+	if p == nil {
 		return
 	}
-	p := m.tasks[1+c.Rand.IntN(len(m.tasks)-1)]
 	n := len(m.cpus)
 	mask := task.MaskAll(n)
 	if w := 1 + c.Rand.IntN(5); w <= 4 && w < n {
@@ -165,11 +184,14 @@ func (cp *CPU) shuffle() {
 	}
 	c.Inc(stats.AffinityShuffles)
 	m.setCPUsAllowed(c, p, mask)
+	p.PutTaskStruct()
 	if m.cfg.CoreSched != CoreOff {
 		// And a cookie change of another random task, running or not
 		// (prctl PR_SCHED_CORE_SHARE_TO): cookies 0-2.
-		q := m.tasks[1+c.Rand.IntN(len(m.tasks)-1)]
-		m.setCookie(c, q, uint64(c.Rand.IntN(3)))
+		if q := cp.randomTask(); q != nil {
+			m.setCookie(c, q, uint64(c.Rand.IntN(3)))
+			q.PutTaskStruct()
+		}
 	}
 }
 

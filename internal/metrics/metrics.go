@@ -159,6 +159,7 @@ var counterHelp = map[string]string{
 	"ww_backoffs":                "ww acquire contexts that backed off (released their ww_mutexes) after -EDEADLK or -EINTR.",
 	"ww_acquires":                "ww_mutexes taken under an acquire context.",
 	"exits_with_refs":            "Task exits while a reference (a pending wake_q entry) or a proxy list (parked waiters on it, its place on a sleeping owner's list) still points at the task.",
+	"forks":                      "Tasks forked (wake_up_new_task) to replace a task that exited and was reaped (stress respawn of SIGKILLed tasks, at the barrier).",
 	"dl_throttles":               "SCHED_DEADLINE budgets exhausted: the task throttled until its replenishment timer.",
 	"dl_replenishments":          "SCHED_DEADLINE budget refills (replenish_dl_entity, or a new period from the CBS wakeup rule).",
 	"dl_pushes":                  "SCHED_DEADLINE tasks pushed to a CPU running a later deadline (push_dl_task).",

@@ -95,6 +95,9 @@ type Options struct {
 	// off); SignalFatal the fraction that are SIGKILL (the task exits).
 	SignalRate  float64
 	SignalFatal float64
+	// Respawn forks a task of the same spec in the slot of every task
+	// that exited, at the next barrier (stress: on).
+	Respawn bool
 	// SpuriousWakeRate is spurious wake-ups of random mutex waiters per
 	// second of busy virtual time per CPU (0: off).
 	SpuriousWakeRate float64
@@ -286,6 +289,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	cfg.Hotplug = sc.UsesHotplug()
 	cfg.CoreToggleEvery = int64(o.CoreToggleInterval)
 	cfg.SignalRate, cfg.SignalFatal, cfg.SpuriousWakeRate = o.SignalRate, o.SignalFatal, o.SpuriousWakeRate
+	cfg.Respawn = o.Respawn
 	if o.Deterministic {
 		st, err := conductor.ParseStrategy(o.Strategy)
 		if err != nil {
@@ -648,7 +652,8 @@ func (r *Run) Summarize() *Summary {
 		wait, lat stats.Hist
 	}
 	accs := make([]acc, len(r.Scenario.Groups))
-	for _, p := range m.Tasks() {
+	all := append(append([]*task.Task(nil), m.Tasks()...), m.Retired()...)
+	for _, p := range all {
 		if p == nil {
 			continue
 		}
@@ -669,7 +674,7 @@ func (r *Run) Summarize() *Summary {
 		a.g.P99WakeupLatencyNs = a.lat.QuantileBound(0.99)
 		s.Groups[g.Name] = a.g
 	}
-	s.Bench = benchFigures(r.Scenario, m.Tasks(), s.SimTimeNs)
+	s.Bench = benchFigures(r.Scenario, all, s.SimTimeNs)
 	for _, e := range m.Dep.Edges() {
 		s.LockOrderEdges = append(s.LockOrderEdges, e[0].String()+" -> "+e[1].String())
 	}

@@ -105,6 +105,7 @@ const (
 	WWBackoffs             // ww acquire contexts that backed off after -EDEADLK (released their locks)
 	WWAcquires             // ww_mutexes taken under an acquire context
 	ExitsWithRefs          // do_exit with references outstanding (a wake_q entry) or a proxy list pointing at the task
+	Forks                  // tasks forked to replace an exited one (stress: respawn; wake_up_new_task at the barrier)
 	DLThrottles            // SCHED_DEADLINE: budgets exhausted (dl_throttled set)
 	DLReplenishments       // SCHED_DEADLINE: budgets refilled (replenish_dl_entity, a new period)
 	DLPushes               // SCHED_DEADLINE: tasks pushed to a later-deadline CPU (push_dl_task)
@@ -142,7 +143,7 @@ var CounterNames = [NumCounters]string{
 	"hotplug_offline", "hotplug_online", "hotplug_pushed", "fallback_rq", "affinity_broken", "migrate_disabled_proxy",
 	"core_flips", "core_lock_retries", "core_forceidle_ns", "core_forceidle_charged_ns",
 	"core_flip_repicks",
-	"ww_wounds", "ww_dies", "ww_edeadlk", "ww_backoffs", "ww_acquires", "exits_with_refs",
+	"ww_wounds", "ww_dies", "ww_edeadlk", "ww_backoffs", "ww_acquires", "exits_with_refs", "forks",
 	"dl_throttles", "dl_replenishments", "dl_pushes", "dl_pulls", "dl_donor_picks", "dl_admission_rejections",
 	"delayed_dequeues", "delayed_requeues", "delayed_blocks", "fpt_delayed_owners",
 	"eevdf_picks_protected", "eevdf_picks_searched",

@@ -23,9 +23,12 @@ const (
 	// Killable is TASK_KILLABLE (TASK_WAKEKILL | TASK_UNINTERRUPTIBLE):
 	// woken by what wakes UNINTERRUPTIBLE sleepers and by fatal signals.
 	Killable
+	// NewTask is TASK_NEW: forked (sched_fork) and visible, not yet woken by
+	// wake_up_new_task; no wake-up matches it.
+	NewTask
 )
 
-var stateNames = [...]string{"RUNNING", "INTERRUPTIBLE", "UNINTERRUPTIBLE", "WAKING", "DEAD", "KILLABLE"}
+var stateNames = [...]string{"RUNNING", "INTERRUPTIBLE", "UNINTERRUPTIBLE", "WAKING", "DEAD", "KILLABLE", "NEW"}
 
 func (s State) String() string {
 	if int(s) < len(stateNames) {
@@ -423,6 +426,7 @@ type ExecState struct {
 	Held      []int // mutexes held, innermost last
 	Rand      *rand.Rand
 	Exited    bool
+	Killed    bool   // it exited handling SIGKILL (do_group_exit), not by its program's exit
 	TimerCPU  int    // CPU whose timer list holds our sleep timer, -1 if none
 	TimerID   uint64 // that timer's id
 	ReqStart  int64  // when the request being served began (its complete()); 0: none

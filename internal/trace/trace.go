@@ -57,6 +57,7 @@ const (
 	EvDLReplenish                // Task, A=new runtime in us, B=deadline - rq clock in us
 	EvDLAdmission                // Task, A=1 if refused (-EBUSY)
 	EvDelayed                    // Task, A=cpu, B=1 if its sleep dequeue was delayed (sched_delayed set), 0 if a wake-up requeued it
+	EvFork                       // Task (the new one), A=cpu it was placed on, B=generation of its slot: wake_up_new_task of a respawned task
 	NumKinds
 )
 
@@ -66,7 +67,7 @@ var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "
 	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end",
 	"srq_pop", "srq_recheck", "srq_drain", "hotplug", "migrate_disable", "core_flip",
 	"ww_wound", "ww_die", "ww_backoff",
-	"dl_throttle", "dl_replenish", "dl_admission", "delayed"}
+	"dl_throttle", "dl_replenish", "dl_admission", "delayed", "fork"}
 
 // Why a shared_runq pull failed its recheck under task_rq_lock
 // (EvSRQRecheck's A).
