@@ -40,6 +40,7 @@ func Audit(v View, cfg Config, report func(check.Violation)) {
 	a.mutexes()
 	a.blocked()
 	a.runtime()
+	a.taskRefs()
 }
 
 type auditor struct {
@@ -355,6 +356,42 @@ func (a *auditor) runtime() {
 	}
 	if charged != busy {
 		a.fail(check.InvRuntime, -1, nil, "tasks were charged %d ns of execution but CPUs were busy %d ns", charged, busy)
+	}
+}
+
+// taskRefs is invariant 60. At the barrier no CPU is inside an operation,
+// so no transient reference (a wake_q entry, a lookup by kill(2) or
+// sched_setaffinity, a completion's) is held: a task's usage count is its
+// own reference, until its last switch-out after do_exit drops it, plus
+// the one each waiter parked on it holds (proxy_enqueue_on_owner's
+// get_task_struct, put when the link is cleared). More is a leaked
+// reference (the task is never freed); less, a put without a get (it is
+// freed under a holder).
+func (a *auditor) taskRefs() {
+	var links map[*task.Task]int32
+	for _, p := range a.v.Tasks() {
+		if p == nil {
+			continue
+		}
+		if o := p.SleepingOwner.Load(); o != nil {
+			if links == nil {
+				links = map[*task.Task]int32{}
+			}
+			links[o]++
+		}
+	}
+	for _, p := range a.v.Tasks() {
+		if p == nil {
+			continue
+		}
+		want := links[p]
+		if !p.Exec.Reaped {
+			want++
+		}
+		if got := p.Refs(); got != want {
+			a.fail(check.InvTaskRefs, p.CPU(), p, "%v (%v) holds %d task references at the barrier, want %d (its own: %v, waiters parked on it: %d)",
+				p, p.State(), got, want, !p.Exec.Reaped, links[p])
+		}
 	}
 }
 

@@ -133,3 +133,56 @@ func TestWokenDonorPlacedInTime(t *testing.T) {
 		t.Fatalf("a sched_delayed sleeper reported: %v", got)
 	}
 }
+
+func refViolations(v *view) []string {
+	var out []string
+	Audit(v, Config{Proxy: true}, func(vi check.Violation) {
+		if vi.Invariant == check.InvTaskRefs {
+			out = append(out, vi.Message)
+		}
+	})
+	return out
+}
+
+// Invariant 60: a parked waiter's link holds a reference to its sleeping
+// owner; a reference nobody accounts for (a leak) and a link without its
+// reference (a put without a get) are both reported.
+func TestTaskRefsBalance(t *testing.T) {
+	v := machine(1)
+	o := task.New(1, "o", 1, 0)
+	o.SetState(task.Interruptible)
+	w := task.New(2, "w", 1, 0)
+	w.SetState(task.Uninterruptible)
+	v.tasks = append(v.tasks, o, w)
+	if got := refViolations(v); len(got) != 0 {
+		t.Fatalf("no links, own references only: %v", got)
+	}
+	// w parks on o: proxy_enqueue_on_owner's get_task_struct(o).
+	o.GetTaskStruct()
+	w.SleepingOwner.Store(o)
+	if got := refViolations(v); len(got) != 0 {
+		t.Fatalf("a parked waiter with its reference: %v", got)
+	}
+	// A link cleared without its put: o leaks a reference.
+	w.SleepingOwner.Store(nil)
+	if got := refViolations(v); len(got) != 1 || !strings.Contains(got[0], "o/1") || !strings.Contains(got[0], "holds 2 task references") {
+		t.Fatalf("leaked reference: got %v, want one report naming o/1 with 2 references", got)
+	}
+	o.PutTaskStruct()
+	// A link made without a get: o has one reference too few.
+	w.SleepingOwner.Store(o)
+	if got := refViolations(v); len(got) != 1 || !strings.Contains(got[0], "holds 1 task references at the barrier, want 2") {
+		t.Fatalf("link without a reference: got %v", got)
+	}
+	w.SleepingOwner.Store(nil)
+	// Reaped: the task's own reference is gone.
+	w.SetState(task.Dead)
+	w.Exec.Reaped = true
+	if got := refViolations(v); len(got) != 1 || !strings.Contains(got[0], "w/2") {
+		t.Fatalf("reaped task still holding its own reference: got %v", got)
+	}
+	w.PutTaskStruct()
+	if got := refViolations(v); len(got) != 0 {
+		t.Fatalf("reaped and put: %v", got)
+	}
+}

@@ -56,6 +56,7 @@ const (
 	InvUseAfterFree      Invariant = 53 // no task struct is used after its last reference is dropped (get/put_task_struct)
 	InvDLBudget          Invariant = 54 // a SCHED_DEADLINE entity with no budget left (runtime <= 0) is throttled or replenished at its next update
 	InvEEVDFLag          Invariant = 55 // EEVDF: the weighted lags of a runqueue's fair entities sum to zero
+	InvTaskRefs          Invariant = 60 // at the barrier a task's refcount is its own reference (until reaped) plus one per waiter parked on it
 )
 
 var invNames = map[Invariant]string{
@@ -77,6 +78,7 @@ var invNames = map[Invariant]string{
 	InvUseAfterFree: "use-after-free",
 	InvDLBudget:     "dl-budget",
 	InvEEVDFLag:     "eevdf-lag",
+	InvTaskRefs:     "task-refs",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

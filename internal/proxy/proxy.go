@@ -193,6 +193,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				ReschedIdle(c, r)
 				r.BlockTask(c, park, park.State())
 				owner.BlockedLock.Lock(c.CPU)
+				owner.GetTaskStruct()
 				park.SleepingOwner.Store(owner)
 				park.ParkedBatch = 0
 				owner.BlockedHead = append(owner.BlockedHead, park)
@@ -533,6 +534,9 @@ func resetDonor(c *percpu.Ctx, r *rq.RQ) {
 func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
 	r.AssertHeld(c)
 	owner.BlockedLock.AssertHeld(c.CPU)
+	// The link holds a reference to the owner (get_task_struct before
+	// WRITE_ONCE(p->sleeping_owner)); whoever clears the link puts it.
+	owner.GetTaskStruct()
 	p.SleepingOwner.Store(owner)
 	p.ParkedBatch = 0
 	// list_add: at the head, as the kernel does.
@@ -579,6 +583,7 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 				o.BlockedHead = o.BlockedHead[1:]
 				w.SleepingOwner.Store(nil)
 				o.BlockedLock.Unlock(c.CPU)
+				o.PutTaskStruct() // the link's reference (never the last: o is being woken)
 				doActivateBlockedWaiter(c, mach, target, o, w)
 				c.YieldPoint()
 			}
@@ -604,6 +609,7 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 			w.ParkedBatch = 0
 			w.SleepingOwner.Store(nil)
 			o.BlockedLock.Unlock(c.CPU)
+			o.PutTaskStruct() // the link's reference (never the last: o is being woken)
 			doActivateBlockedWaiter(c, mach, target, o, w)
 			w.BlockedLock.Lock(c.CPU)
 			has := len(w.BlockedHead) > 0 && !w.OnActivationList

@@ -644,6 +644,7 @@ func (p *Task) RemoveFromSleepingOwner(c *spinlock.CPU) {
 		p.ParkedBatch = 0 // out of a detached batch too (list_del_init)
 		p.SleepingOwner.Store(nil)
 		so.BlockedLock.Unlock(c)
+		so.PutTaskStruct() // the link's reference (proxy_enqueue_on_owner's get)
 		return
 	}
 }
