@@ -607,9 +607,15 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 				continue
 			}
 			w.ParkedBatch = 0
-			w.SleepingOwner.Store(nil)
+			// Whoever clears a link puts its reference. With the fix the
+			// link is to o (never o's last reference: o is being woken);
+			// the v18 bug's late activation may find w unlinked already,
+			// or parked on another owner, whose link it then drops.
+			old := w.SleepingOwner.Swap(nil)
 			o.BlockedLock.Unlock(c.CPU)
-			o.PutTaskStruct() // the link's reference (never the last: o is being woken)
+			if old != nil {
+				old.PutTaskStruct()
+			}
 			doActivateBlockedWaiter(c, mach, target, o, w)
 			w.BlockedLock.Lock(c.CPU)
 			has := len(w.BlockedHead) > 0 && !w.OnActivationList
