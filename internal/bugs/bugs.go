@@ -209,7 +209,7 @@ var Catalogue = []Bug{
 		"find_proxy_task's bounded walk: a blocked_on cycle (invariant 32) where the kernel's walk spun holding the rq lock (the hang); audit: chain cycle"},
 	{WWNestedBlockedLock, 24, "ww-nested-blocked-lock", Historical, "v21",
 		"before v21 __mutex_lock_common took current's blocked_lock right after wait_lock and held it across __ww_mutex_add_waiter and __ww_mutex_check_waiters, whose die and wound took the victim's blocked_lock nested (SINGLE_DEPTH_NESTING hides it from lockdep): a wounder holding its own blocked_lock meets an owner whose unlock holds its blocked_lock and nests the wounder's (it is the owner's stale blocked_donor), an AB-BA between two owners. --bug restores the older lock holding",
-		"watchdog only: two CPUs spin on each other's blocked_lock (invariant 40, hang); not caught by the hunt yet (HuntSkip). TestWWNestedBlockedLockABBA (internal/cpu) shows its precondition deterministically: the wounder waits for the owner's blocked_lock holding its own"},
+		"lockdep keyed by role (invariant 21, lock-order): the first wound that nests the owner's blocked_lock inside the waiter's inverts the unlock hand-off's owner -> waiter nesting; the deadlock itself (two CPUs spinning on each other's blocked_lock, invariant 40) needs both nestings at one instant and is not met by stress. TestWWNestedBlockedLockABBA (internal/cpu) shows that instant deterministically"},
 	{WWWoundWrongLock, 23, "ww-wound-wrong-lock", Historical, "6.17-rc2 (syzbot)",
 		"__ww_mutex_wound cleared the wounded owner's blocked_on with __clear_task_blocked_on(owner, lock): the owner may be blocked on a different mutex, and the helper's WARN_ON_ONCE(blocked_on && blocked_on != lock) fired (syzbot, 6.17-rc2); the fix passes NULL. --bug passes the lock",
 		"the helper's WARN: blocked_on cleared for another lock (invariant 43, mutex-misuse)"},
@@ -243,8 +243,6 @@ func (b Bug) HuntSkip() string {
 		return "needs a throttled DL owner alone on a CPU as it goes down: a hunt with --only (16 CPUs) catches it 3/3 at a median of 3-4 s, but its worst run took 47 s, too close to the catalogue test's 60 s; internal/cpu/testdata/finding_proxy_migrate_offline.txt pins it deterministically"
 	case b.ID == DonorAffinityExempt:
 		return "needs a mask change in the window between a proxy's unlock waking its donor and the next schedule: 1/3 runs at 64 CPUs in 60 s, 2/3 at 16 CPUs with --shuffle-interval 1ms in 30 s (4 s and 23 s); internal/cpu/testdata/finding_donor_affinity_exempt.txt pins it deterministically"
-	case b.ID == WWNestedBlockedLock:
-		return "the AB-BA needs a wounder and an owner whose unlock nests the wounder as a stale blocked_donor at the same instant: not met in 3 x 60 s of 256-CPU stress (0/3); lockdep's nesting annotation hides it, as in the kernel"
 	}
 	return ""
 }

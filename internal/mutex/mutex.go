@@ -566,7 +566,7 @@ func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 	donorHandoff := false
 	if c.Proxy {
 		if d := p.BlockedDonor(); d != nil {
-			d.BlockedLock.LockNested(c.CPU)
+			d.BlockedLock.LockNestedRoles(c.CPU, spinlock.RoleOwner, spinlock.RoleWaiter)
 			if d.BlockedOn(c.CPU) == task.Lock(m) {
 				next = d
 				donorHandoff = true
@@ -578,7 +578,7 @@ func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 	}
 	if next == nil && len(m.waiters) > 0 {
 		next = m.waiters[0]
-		next.BlockedLock.LockNested(c.CPU)
+		next.BlockedLock.LockNestedRoles(c.CPU, spinlock.RoleOwner, spinlock.RoleWaiter)
 		next.ClearBlockedOn(c, m, true)
 		next.BlockedLock.Unlock(c.CPU)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/trace"
@@ -86,14 +87,16 @@ func (m *Mutex) WWUnlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 // wake, under its blocked_lock (clear_task_blocked_on): the reference
 // takes it with no blocked_lock held (v21 moved the die/wound calls out
 // from under current's blocked_lock). With the v21 bug (current's
-// blocked_lock held) it is taken nested, as the older code did.
-func clearForWake(c *percpu.Ctx, t *task.Task, m *Mutex, nested bool) {
+// blocked_lock held) it is taken nested, as the older code did: t plays
+// role for the mutex (the owner a wound hits, or a waiter a die kills),
+// current the waiter.
+func clearForWake(c *percpu.Ctx, t *task.Task, m *Mutex, nested bool, role spinlock.Role) {
 	if c.Bug(bugs.WWNoClearBlockedOn) {
 		// v16 bug: the die/wound only wakes, leaving blocked_on in place.
 		return
 	}
 	if nested {
-		t.BlockedLock.LockNested(c.CPU)
+		t.BlockedLock.LockNestedRoles(c.CPU, spinlock.RoleWaiter, role)
 	} else {
 		t.BlockedLock.Lock(c.CPU)
 	}
@@ -115,7 +118,7 @@ func (m *Mutex) die(c *percpu.Ctx, i int, ctx *task.WWCtx, wq *WakeQ, nested boo
 	}
 	w, wctx := m.waiters[i], m.wctx[i]
 	if wctx.Acquired > 0 && ctxLess(wctx, ctx) {
-		clearForWake(c, w, m, nested)
+		clearForWake(c, w, m, nested, spinlock.RoleWaiter)
 		wq.Add(w)
 		c.Inc(stats.WWDies)
 		c.Emit(trace.EvWWDie, int32(w.ID), int32(m.id), int32(ctx.Task.ID), 0)
@@ -142,7 +145,7 @@ func (m *Mutex) wound(c *percpu.Ctx, p *task.Task, ctx, hold *task.WWCtx, wq *Wa
 			if c.Bug(bugs.WWWoundWrongLock) {
 				which = m // before 6.17-rc2: __clear_task_blocked_on(owner, lock)
 			}
-			clearForWake(c, owner, which, nested)
+			clearForWake(c, owner, which, nested, spinlock.RoleOwner)
 			wq.Add(owner)
 		}
 		return true

@@ -49,6 +49,58 @@ type Validator struct {
 	// OnUsageBug is called (outside any validator lock) for each new IRQ
 	// usage report. Set before the machine starts.
 	OnUsageBug func(UsageBug)
+
+	// roles[o][i] is set once a blocked_lock of role i was taken nested
+	// inside one of role o (LockNestedRoles).
+	roles [numRoles][numRoles]atomic.Bool
+}
+
+// Role is the part a task plays, for the mutex at hand, when its
+// blocked_lock is nested in another task's (LockNestedRoles).
+type Role uint8
+
+const (
+	// RoleOwner: the task owns the mutex (its unlock nests the lock of
+	// the task it hands the mutex to).
+	RoleOwner Role = iota
+	// RoleWaiter: the task waits for the mutex, or is taking its slow
+	// path (a ww_mutex waiter that wounds the owner or kills a waiter).
+	RoleWaiter
+	numRoles
+)
+
+func (r Role) String() string {
+	if r == RoleOwner {
+		return "owner"
+	}
+	return "waiter"
+}
+
+// roleEdge records that c nests l (a blocked_lock of role inner) inside
+// a blocked_lock of role outer, and reports the nesting if the reverse
+// order was ever seen: two tasks, each in its own role, can then hold
+// their own blocked_lock and spin on the other's. Nesting within one
+// role (a waiter killing a younger waiter, ordered by stamp) is not an
+// inversion.
+func (v *Validator) roleEdge(c *CPU, l *Lock, outer, inner Role) {
+	if outer == inner || v.roles[outer][inner].Load() && !v.roles[inner][outer].Load() {
+		return
+	}
+	v.roles[outer][inner].Store(true)
+	if !v.roles[inner][outer].Load() {
+		return
+	}
+	var h *Lock
+	for i := c.nHeld - 1; i >= 0; i-- {
+		if c.held[i].class == l.class {
+			h = c.held[i]
+			break
+		}
+	}
+	if h == nil {
+		return
+	}
+	v.report(c, h, l, fmt.Sprintf("blocked_lock nesting inverts the %v -> %v order seen before: an AB-BA between two tasks' blocked_locks (SINGLE_DEPTH_NESTING hides it from lockdep)", inner, outer))
 }
 
 // NewValidator returns an empty validator.

@@ -183,6 +183,21 @@ func (l *Lock) Lock(c *CPU) { l.lock(c, false) }
 // owner's): lockdep's spin_lock_nested().
 func (l *Lock) LockNested(c *CPU) { l.lock(c, true) }
 
+// LockNestedRoles is LockNested for a task's blocked_lock, saying which
+// part the holder of the outer lock and the owner of l play for the
+// mutex at hand (RoleOwner: it owns the mutex; RoleWaiter: it waits for,
+// or is about to wait for, the mutex). lockdep's SINGLE_DEPTH_NESTING
+// gives every nesting one subclass, so it cannot tell an owner nesting
+// its waiter's lock from a waiter nesting its owner's; keyed by role it
+// can, and it reports the first nesting whose reverse was seen before:
+// an AB-BA between two tasks' blocked_locks (Validator.roleEdge).
+func (l *Lock) LockNestedRoles(c *CPU, outer, inner Role) {
+	if c.Dep != nil {
+		c.Dep.roleEdge(c, l, outer, inner)
+	}
+	l.lock(c, true)
+}
+
 func (l *Lock) lock(c *CPU, nested bool) {
 	if irqsaveClass[l.class] {
 		// raw_spin_lock_irqsave: IRQs off before lockdep sees the

@@ -121,3 +121,40 @@ func TestAssertHeld(t *testing.T) {
 	}()
 	l.Unlock(c0)
 }
+
+// Nested blocked_locks keyed by role: the unlock hand-off nests a
+// waiter's inside the owner's; a nesting the other way round (v21's
+// wound, current waiting and the owner's lock nested) is an AB-BA with
+// it and is reported, whichever comes first. A waiter nesting another
+// waiter's (v21's die) is not an inversion.
+func TestBlockedLockRoleInversion(t *testing.T) {
+	for _, ownerFirst := range []bool{true, false} {
+		var got []Inversion
+		v := NewValidator(func(i Inversion) { got = append(got, i) })
+		c := NewCPU(0)
+		c.Dep = v
+		_, _, _, wait, b1, b2 := newLocks()
+		nest := func(outer, inner Role) {
+			wait.Lock(c)
+			b1.Lock(c)
+			b2.LockNestedRoles(c, outer, inner)
+			b2.Unlock(c)
+			b1.Unlock(c)
+			wait.Unlock(c)
+		}
+		first, second := [2]Role{RoleOwner, RoleWaiter}, [2]Role{RoleWaiter, RoleOwner}
+		if !ownerFirst {
+			first, second = second, first
+		}
+		nest(first[0], first[1])
+		nest(first[0], first[1])
+		nest(RoleWaiter, RoleWaiter)
+		if len(got) != 0 {
+			t.Fatalf("one order and waiter-in-waiter: %v", got)
+		}
+		nest(second[0], second[1])
+		if len(got) != 1 || !strings.Contains(got[0].Reason, "AB-BA between two tasks' blocked_locks") {
+			t.Fatalf("ownerFirst=%v: the reverse nesting gave %v, want one AB-BA report", ownerFirst, got)
+		}
+	}
+}
