@@ -8,6 +8,7 @@ import (
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/proxy"
 	"github.com/proxysim/proxysim/internal/rq"
+	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/trace"
 )
@@ -30,6 +31,17 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	dest := m.nextActive(&mask, p.CPU())
 	if p.State() == task.Dead || dest < 0 {
 		// It found nothing: -EINVAL, nothing changes.
+		r.Unlock(c)
+		p.PiLock.Unlock(c.CPU)
+		return
+	}
+	if p.DLTask() && !m.spansRootDomain(&mask) {
+		// __sched_setaffinity: a SCHED_DEADLINE task's mask must cover
+		// its root domain's span (admission control is per root
+		// domain), else -EBUSY. The kernel tests the policy before it
+		// takes any lock; here under them, where the policy is stable.
+		c.Inc(stats.DLAffinityRefused)
+		c.Emit(trace.EvDLAdmission, int32(p.ID), 3, 0, 0)
 		r.Unlock(c)
 		p.PiLock.Unlock(c.CPU)
 		return
@@ -199,6 +211,17 @@ func (cp *CPU) stopperPreempt() {
 	}
 	r.SetNextTask(c)
 	r.PublishPrio(c)
+}
+
+// spansRootDomain is cpumask_subset(rd->span, mask): the one root
+// domain spans the active CPUs.
+func (m *Machine) spansRootDomain(mask *task.Mask) bool {
+	for cpu := range m.cpus {
+		if m.cpuActive(cpu) && !mask.Has(cpu) {
+			return false
+		}
+	}
+	return true
 }
 
 // nextActive is the first CPU of mask at or after from (wrapping) that

@@ -623,8 +623,13 @@ func (h *harness) format(e trace.Event) string {
 	case trace.EvDLReplenish:
 		return fmt.Sprintf("%s dl replenish %s (runtime %dus, deadline in %dus)", pre, n(e.Task), e.A, e.B)
 	case trace.EvDLAdmission:
-		if e.A == 1 {
+		switch e.A {
+		case 1:
 			return fmt.Sprintf("%s dl admission refuses %s (-EBUSY)", pre, n(e.Task))
+		case 2:
+			return fmt.Sprintf("%s sched_setattr refuses deadline for %s (-EPERM: its mask does not span the root domain)", pre, n(e.Task))
+		case 3:
+			return fmt.Sprintf("%s sched_setaffinity refuses %s's new mask (-EBUSY: a deadline task must span the root domain)", pre, n(e.Task))
 		}
 		return fmt.Sprintf("%s dl admission admits %s", pre, n(e.Task))
 	}

@@ -771,6 +771,15 @@ func (m *Machine) sendSignal(c *percpu.Ctx, p *task.Task, fatal bool) bool {
 func (m *Machine) setScheduler(c *percpu.Ctx, p *task.Task, policy task.Policy, prio int, dl task.DLParams) {
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
+	if p.State() != task.Dead && policy.DL() && !m.spansRootDomain(&p.CPUsMask) {
+		// __sched_setscheduler: a task whose affinity does not cover
+		// its root domain cannot become SCHED_DEADLINE (-EPERM).
+		c.Inc(stats.DLAffinityRefused)
+		c.Emit(trace.EvDLAdmission, int32(p.ID), 2, 0, 0)
+		r.Unlock(c)
+		p.PiLock.Unlock(c.CPU)
+		return
+	}
 	if p.State() != task.Dead && (policy.DL() || p.DLTask()) {
 		if !m.dlb.SchedDLOverflow(c, p, policy, dl) {
 			c.Inc(stats.DLAdmissionFails)

@@ -506,7 +506,10 @@ func (x *exporter) instant(e *Event) {
 		p.argInt("deadline_in_us", int64(e.B))
 	case EvDLAdmission:
 		task()
-		p.argBool("refused", e.A == 1)
+		p.argBool("refused", e.A != 0)
+		if e.A >= 2 {
+			p.argBool("mask_short_of_root_domain", true)
+		}
 	case EvLoadBalance:
 		task()
 		p.argInt("from", int64(e.A))

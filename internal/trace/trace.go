@@ -55,7 +55,7 @@ const (
 	EvWWBackoff                  // Task, A=mutex: a ww wait returned -EDEADLK (B=1: from the wait loop, 0: before queueing)
 	EvDLThrottle                 // Task (the DL entity charged), A=runtime left in us, B=1 if constrained-deadline throttle at activation
 	EvDLReplenish                // Task, A=new runtime in us, B=deadline - rq clock in us
-	EvDLAdmission                // Task, A=1 if refused (-EBUSY)
+	EvDLAdmission                // Task, A=0 admitted, 1 refused (-EBUSY: bandwidth), 2 sched_setattr refused (-EPERM: mask short of the root domain), 3 sched_setaffinity of a DL task refused (-EBUSY)
 	EvDelayed                    // Task, A=cpu, B=1 if its sleep dequeue was delayed (sched_delayed set), 0 if a wake-up requeued it
 	EvFork                       // Task (the new one), A=cpu it was placed on, B=generation of its slot: wake_up_new_task of a respawned task
 	NumKinds
