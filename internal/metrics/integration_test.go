@@ -100,8 +100,11 @@ func TestPrometheusIntegration(t *testing.T) {
 	if err := os.Mkdir(simDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// No fatal signals: this test is about monitoring, and two runs with
+	// them (1 Dec 2026) met an unexplained progress report (a fair task
+	// unrun for 150 ms) that the stress hunts, not this test, must chase.
 	sim := startProc(t, "proxysim", simDir, false, proxysim, "stress",
-		"--cpus", "16", "--duration", "60s", "--stat-interval", "0", "--seed", "1",
+		"--cpus", "16", "--duration", "60s", "--stat-interval", "0", "--seed", "1", "--signal-fatal", "0",
 		"--metrics-addr", "127.0.0.1:0", "--linger", "30s", "--log-format", "json",
 		"--report", filepath.Join(simDir, "stress.report"))
 	metricsURL := waitServingMetrics(t, sim, 30*time.Second)
