@@ -34,15 +34,18 @@ func machine(ncpu int) *view {
 	return v
 }
 
-func counts(v *view) []string {
+// reported audits v and returns the messages of invariant inv's reports.
+func reported(v *view, inv check.Invariant) []string {
 	var out []string
 	Audit(v, Config{Proxy: true}, func(vi check.Violation) {
-		if vi.Invariant == check.InvCounts {
+		if vi.Invariant == inv {
 			out = append(out, vi.Message)
 		}
 	})
 	return out
 }
+
+func counts(v *view) []string { return reported(v, check.InvCounts) }
 
 // nr_uninterruptible: one runqueue may go negative (blocked on cpu0, woken
 // on cpu1), only the sum must match the sleepers that count in the load.
@@ -134,15 +137,7 @@ func TestWokenDonorPlacedInTime(t *testing.T) {
 	}
 }
 
-func refViolations(v *view) []string {
-	var out []string
-	Audit(v, Config{Proxy: true}, func(vi check.Violation) {
-		if vi.Invariant == check.InvTaskRefs {
-			out = append(out, vi.Message)
-		}
-	})
-	return out
-}
+func refViolations(v *view) []string { return reported(v, check.InvTaskRefs) }
 
 // Invariant 60: a parked waiter's link holds a reference to its sleeping
 // owner; a reference nobody accounts for (a leak) and a link without its
