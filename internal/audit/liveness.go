@@ -85,7 +85,6 @@ type progress struct {
 	runnable int64 // SE.Runnable at the last audit
 	waited   int64 // runnable wait observed at the last audit
 	at       int64 // horizon of the last audit that saw it progress
-	seen     int64 // horizon of the last audit that found the task in its slot
 }
 
 type grantKey struct {
@@ -182,21 +181,20 @@ func (a *liveAuditor) track() {
 		}
 		pr := a.prog[p]
 		if pr == nil {
-			a.prog[p] = &progress{sum: p.SE.SumExecRuntime, switches: p.Stats.Switches, runnable: p.SE.Runnable, at: a.horizon, seen: a.horizon}
+			a.prog[p] = &progress{sum: p.SE.SumExecRuntime, switches: p.Stats.Switches, runnable: p.SE.Runnable, at: a.horizon}
 			continue
 		}
-		pr.seen = a.horizon
 		_, running := a.curr[p]
 		if running || pr.sum != p.SE.SumExecRuntime || pr.switches != p.Stats.Switches {
 			pr.at = a.horizon
 		}
 		pr.sum, pr.switches = p.SE.SumExecRuntime, p.Stats.Switches
 	}
-	if len(a.prog) >= 2*len(a.v.Tasks()) {
+	if ts := a.v.Tasks(); len(a.prog) >= 2*len(ts) {
 		// Respawned tasks (the machine's Retired) left their slots:
 		// forget them.
-		for p, pr := range a.prog {
-			if pr.seen != a.horizon {
+		for p := range a.prog {
+			if ts[p.ID] != p {
 				delete(a.prog, p)
 			}
 		}

@@ -30,11 +30,10 @@ import (
 //
 // Not the kernel: copy_process runs on the stopped machine, and the
 // parent is not modelled (the fork runs at the top of the CPU's loop,
-// whatever it was running). A SCHED_DEADLINE spec is forked straight into
-// its class (the kernel's sched_fork refuses a DL parent, so a real
-// respawn would fork and then sched_setattr); if admission control
-// refuses, the task starts fair and its program's own sched_setattr asks
-// again.
+// whatever it was running). A SCHED_DEADLINE spec is forked fair and
+// given sched_setattr after its wake-up, as the kernel's sched_fork
+// refuses a DL parent; if that is refused, the task stays fair and its
+// program's own sched_setattr asks again.
 func (m *Machine) respawnEpoch() {
 	for id := 1; id < len(m.tasks); id++ {
 		old := m.tasks[id]
@@ -64,7 +63,7 @@ func (m *Machine) respawnEpoch() {
 		name := fmt.Sprintf("%s.%d", s.Name, gen)
 		p, err := m.newTask(id, name, s, c)
 		if err != nil {
-			continue // not for a fair or RT spec
+			continue // newTask fails only for a SCHED_DEADLINE spec
 		}
 		p.SetState(task.NewTask)
 		m.gens[id] = gen

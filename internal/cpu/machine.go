@@ -47,8 +47,8 @@ type Config struct {
 	// them that are SIGKILL (the task exits when it handles one).
 	SignalRate  float64
 	SignalFatal float64
-	// Respawn replaces every task that exited and was reaped with a new
-	// one of the same spec at the next barrier (stress: on), so that
+	// Respawn replaces every task killed by SIGKILL, once reaped, with a
+	// new one of the same spec at the next barrier (stress: on), so that
 	// fatal signals do not empty a long soak. See respawnEpoch.
 	Respawn bool
 	// SpuriousWakeRate is wake_up_process calls on a random mutex waiter

@@ -193,8 +193,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				ReschedIdle(c, r)
 				r.BlockTask(c, park, park.State())
 				owner.BlockedLock.Lock(c.CPU)
-				owner.GetTaskStruct()
-				park.SleepingOwner.Store(owner)
+				park.LinkSleepingOwner(owner)
 				park.ParkedBatch = 0
 				owner.BlockedHead = append(owner.BlockedHead, park)
 				owner.BlockedLock.Unlock(c.CPU)
@@ -534,10 +533,7 @@ func resetDonor(c *percpu.Ctx, r *rq.RQ) {
 func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
 	r.AssertHeld(c)
 	owner.BlockedLock.AssertHeld(c.CPU)
-	// The link holds a reference to the owner (get_task_struct before
-	// WRITE_ONCE(p->sleeping_owner)); whoever clears the link puts it.
-	owner.GetTaskStruct()
-	p.SleepingOwner.Store(owner)
+	p.LinkSleepingOwner(owner)
 	p.ParkedBatch = 0
 	// list_add: at the head, as the kernel does.
 	owner.BlockedHead = append(owner.BlockedHead, nil)
@@ -581,9 +577,9 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 				}
 				w := o.BlockedHead[0]
 				o.BlockedHead = o.BlockedHead[1:]
-				w.SleepingOwner.Store(nil)
+				old := w.UnlinkSleepingOwner()
 				o.BlockedLock.Unlock(c.CPU)
-				o.PutTaskStruct() // the link's reference (never the last: o is being woken)
+				task.PutSleepingOwner(old) // o's: never its last reference, o is being woken
 				doActivateBlockedWaiter(c, mach, target, o, w)
 				c.YieldPoint()
 			}
@@ -607,15 +603,13 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 				continue
 			}
 			w.ParkedBatch = 0
-			// Whoever clears a link puts its reference. With the fix the
-			// link is to o (never o's last reference: o is being woken);
-			// the v18 bug's late activation may find w unlinked already,
-			// or parked on another owner, whose link it then drops.
-			old := w.SleepingOwner.Swap(nil)
+			// With the fix the link is to o (never o's last reference:
+			// o is being woken); the v18 bug's late activation may find
+			// w unlinked already, or parked on another owner, whose
+			// link it then drops.
+			old := w.UnlinkSleepingOwner()
 			o.BlockedLock.Unlock(c.CPU)
-			if old != nil {
-				old.PutTaskStruct()
-			}
+			task.PutSleepingOwner(old)
 			doActivateBlockedWaiter(c, mach, target, o, w)
 			w.BlockedLock.Lock(c.CPU)
 			has := len(w.BlockedHead) > 0 && !w.OnActivationList

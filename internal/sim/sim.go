@@ -96,7 +96,7 @@ type Options struct {
 	SignalRate  float64
 	SignalFatal float64
 	// Respawn forks a task of the same spec in the slot of every task
-	// that exited, at the next barrier (stress: on).
+	// killed by SIGKILL, at the next barrier (stress: on).
 	Respawn bool
 	// SpuriousWakeRate is spurious wake-ups of random mutex waiters per
 	// second of busy virtual time per CPU (0: off).

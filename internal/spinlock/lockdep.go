@@ -83,10 +83,12 @@ func (r Role) String() string {
 // role (a waiter killing a younger waiter, ordered by stamp) is not an
 // inversion.
 func (v *Validator) roleEdge(c *CPU, l *Lock, outer, inner Role) {
-	if outer == inner || v.roles[outer][inner].Load() && !v.roles[inner][outer].Load() {
+	if outer == inner {
 		return
 	}
-	v.roles[outer][inner].Store(true)
+	if !v.roles[outer][inner].Load() {
+		v.roles[outer][inner].Store(true)
+	}
 	if !v.roles[inner][outer].Load() {
 		return
 	}

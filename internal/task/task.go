@@ -642,10 +642,31 @@ func (p *Task) RemoveFromSleepingOwner(c *spinlock.CPU) {
 			}
 		}
 		p.ParkedBatch = 0 // out of a detached batch too (list_del_init)
-		p.SleepingOwner.Store(nil)
+		p.UnlinkSleepingOwner()
 		so.BlockedLock.Unlock(c)
-		so.PutTaskStruct() // the link's reference (proxy_enqueue_on_owner's get)
+		PutSleepingOwner(so)
 		return
+	}
+}
+
+// LinkSleepingOwner sets sleeping_owner to owner, taking the reference
+// the link holds (proxy_enqueue_on_owner: get_task_struct, then
+// WRITE_ONCE). owner's blocked_lock is held.
+func (p *Task) LinkSleepingOwner(owner *Task) {
+	owner.GetTaskStruct()
+	p.SleepingOwner.Store(owner)
+}
+
+// UnlinkSleepingOwner clears sleeping_owner and returns what it pointed
+// to (nil if nothing): whoever clears the link puts its reference, with
+// PutSleepingOwner once it has dropped that owner's blocked_lock.
+func (p *Task) UnlinkSleepingOwner() *Task { return p.SleepingOwner.Swap(nil) }
+
+// PutSleepingOwner drops the reference of a link UnlinkSleepingOwner
+// cleared (nil: there was none).
+func PutSleepingOwner(owner *Task) {
+	if owner != nil {
+		owner.PutTaskStruct()
 	}
 }
 
