@@ -652,14 +652,19 @@ func (r *Run) Summarize() *Summary {
 		wait, lat stats.Hist
 	}
 	accs := make([]acc, len(r.Scenario.Groups))
+	// Tasks count the slots (the machine's tasks at the end); the figures
+	// include the tasks respawns retired from them.
+	live := len(m.Tasks())
 	all := append(append([]*task.Task(nil), m.Tasks()...), m.Retired()...)
-	for _, p := range all {
+	for i, p := range all {
 		if p == nil {
 			continue
 		}
-		s.Tasks++
 		a := &accs[p.Group]
-		a.g.Tasks++
+		if i < live {
+			s.Tasks++
+			a.g.Tasks++
+		}
 		a.g.RuntimeNs += p.SE.SumExecRuntime
 		a.g.DonatedNs += p.SE.DonatedRuntime
 		a.g.MutexAcquires += p.Stats.Acquires
