@@ -76,17 +76,29 @@ func (cp *CPU) schedule(preempt bool) {
 				continue
 			}
 		}
+		// put_prev_set_next_task(rq, rq->donor, next) returns at once
+		// when next is the donor already: no put_prev_task and no
+		// set_next_task, so no push or pull is queued (set_next_task_rt
+		// and _dl queue the push when a task becomes the donor). A
+		// re-pick of the same donor queues nothing; were it to, the
+		// push's own "resched_curr(rq) instead" shortcut could ask for
+		// the same pick again and again (under core scheduling the
+		// pushable task may not be the core's choice).
+		first := false
 		if !(c.Proxy && cp.coreRetainDonor()) {
 			if d := r.Donor(c); d != next {
 				r.UpdateCurr(c)
+				first = true
 			}
 			r.SetDonor(c, next)
 			if next != r.Idle {
 				next.SetBlockedDonor(nil) // rq lock held: next is queued here
 			}
 		}
-		cp.queueRTBalance(prev, next)
-		cp.queueDLBalance(needPullDL, next)
+		if first {
+			cp.queueRTBalance(prev, next)
+			cp.queueDLBalance(needPullDL, next)
+		}
 		if c.Proxy && next != r.Idle && next.IsBlocked() {
 			var n *task.Task
 			if !mutantFPTRetry() {
