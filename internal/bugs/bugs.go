@@ -73,6 +73,7 @@ const (
 	DelayedPlainRead                // finding F11: find_proxy_task reads owner->se.sched_delayed without the owner's rq lock
 	ProxyMigrateOffline             // finding F12: find_proxy_task migrates donors to an offline CPU (a throttled DL owner's)
 	DonorAffinityExempt             // finding F13: affine_move_task exempts rq->donor even once it is runnable again
+	CoreDLTie                       // finding F14: prio_less gives deadline ties to the other sibling; the proxy re-pick livelocks
 	NumBugs
 )
 
@@ -225,6 +226,9 @@ var Catalogue = []Bug{
 	{DonorAffinityExempt, 0, "donor-affinity-exempt", Finding, "open@014c4be7",
 		"affine_move_task is done at once when the task is rq->donor and not rq->curr (\"boosting a lock-holding proxy\"). But a donor stays rq->donor after the proxy's unlock hands it the lock and wakes it (ttwu_runnable: is_blocked cleared, runnable), until the proxy schedules. A mask change that excludes the CPU in that window moves nothing and sends no stopper: sched_setaffinity succeeds, and the next pick runs the task on the CPU its new mask excludes, for as long as it keeps running there. The model's fix exempts only a donor that is still is_blocked; a runnable one goes to the stopper, which preempts the proxy and moves it; --bug restores the unconditional exemption",
 		"inline switch-in check: task runs outside its affinity mask (invariant 2)"},
+	{CoreDLTie, 0, "core-dl-tie", Finding, "open@014c4be7",
+		"prio_less(a, b) is 'a has strictly lower priority' for every class but deadline, where it is !dl_time_before(a->dl.deadline, b->dl.deadline): equal deadlines are less both ways, so restart_multi (\"Tie-break prio towards the current CPU\") gives a deadline tie to whichever sibling it iterates last. sched_core_proxy_pick relies on the re-pick resolving as the first pick did: it swaps the owner in only if this CPU is still core_pick_leader with its donor as core_pick. Two SMT siblings whose deadline donors tie, each proxying for an owner of another cookie, never get there: each CPU's first pick leads and asks for the re-pick (sched_core_swap_pick: RETRY_TASK), the re-pick from that CPU hands max to the sibling's donor, the donor's cookie stands, the owner mismatches and the CPU is forced idle (not the leader any more), and its IPI sends the sibling through the same two steps. Neither owner runs; virtual time advances only by the picks. The model's fix makes the deadline compare strict (dl_time_before(b, a)), as the other classes are; --bug restores the reference. Needs --core-sched and deadline donors",
+		"concurrent runs: runnable task starved on a forced-idle CPU (invariant 45); deterministic runs: no epoch completes (invariant 40)"},
 }
 
 // raceOnly are the entries only the race detector catches.

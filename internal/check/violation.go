@@ -52,7 +52,7 @@ const (
 	InvMigrateDisabled   Invariant = 49 // a migrate-disabled task changes CPU only by proxy migration (set_task_cpu's exemption)
 	InvRQLockIdentity    Invariant = 50 // the lock a CPU holds for an rq is rq_lockp(rq); siblings agree on it
 	InvForceIdleAcct     Invariant = 51 // forced-idle time charged to tasks == forced-idle CPU time (count x elapsed)
-	InvCoreTieMax        Invariant = 52 // a core pick never forces its untagged first max idle for a tagged task that does not strictly beat it
+	InvCoreTieMax        Invariant = 52 // a core pick gives the core away (forcing idle its untagged first max, or dropping a proxy re-pick's owner swap) only to a task that strictly beats it
 	InvUseAfterFree      Invariant = 53 // no task struct is used after its last reference is dropped (get/put_task_struct)
 	InvDLBudget          Invariant = 54 // a SCHED_DEADLINE entity with no budget left (runtime <= 0) is throttled or replenished at its next update
 	InvEEVDFLag          Invariant = 55 // EEVDF: the weighted lags of a runqueue's fair entities sum to zero

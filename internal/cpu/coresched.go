@@ -254,6 +254,9 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 			rqMax.Core.Pick = owner
 			max = owner
 		} else {
+			if rqMax != r && r.Core.Pick == donor {
+				cp.checkRepickMax(donor, max, rqMax, fiBefore)
+			}
 			r.Core.PickBlockedDonor = false
 		}
 	}
@@ -309,6 +312,21 @@ func (cp *CPU) checkTieMax(first *task.Task, rqFirst *rq.RQ, max *task.Task, rqM
 		return
 	}
 	cp.m.Report(cp.c, check.InvCoreTieMax, first, fmt.Sprintf("core pick on cpu%d: untagged %v (cpu%d), chosen first, lost the core to tagged %v (cpu%d, cookie %d), which does not have higher priority (prio_less(%v, %v) is false)", cp.rq.CPU, first, rqFirst.CPU, max, rqMax.CPU, max.CoreCookie, first, max))
+}
+
+// checkRepickMax is invariant 52 for the proxy re-pick
+// (sched_core_proxy_pick): this CPU still picks its retained donor, but
+// restart_multi's max went to a sibling's task, so the owner swap is
+// dropped and this CPU will be forced idle behind the owner's cookie.
+// That is right only if max outranks the donor; a max that the donor
+// ties or beats (prio_less(max, donor) holds as well) means the compare
+// is not a strict order, and the re-pick can resolve differently on each
+// sibling (the reference's deadline tie, finding F14: --bug core-dl-tie).
+func (cp *CPU) checkRepickMax(donor, max *task.Task, rqMax *rq.RQ, fiBefore bool) {
+	if !rq.PrioLess(cp.c, max, rqMax, donor, cp.rq, fiBefore) {
+		return
+	}
+	cp.m.Report(cp.c, check.InvCoreTieMax, donor, fmt.Sprintf("proxy re-pick on cpu%d for donor %v: the core's max went to %v on cpu%d, which does not outrank the donor (prio_less(%v, %v) holds too): the owner swap is dropped and cpu%d is forced idle behind a task that does not beat its donor", cp.rq.CPU, donor, max, rqMax.CPU, max, donor, cp.rq.CPU))
 }
 
 // coreReschedSiblings is the end of the core pick: refresh the

@@ -250,7 +250,8 @@ func (r *RQ) TaskPrio(p *task.Task) int {
 }
 
 // PrioLess is 5.14's prio_less(a, b, in_fi): a has strictly lower
-// priority than b (ties are "not less"). ra and rb are the runqueues a
+// priority than b (ties are "not less"; the reference's deadline compare
+// is not strict, finding F14: --bug core-dl-tie). ra and rb are the runqueues a
 // and b are picked from. Fair tasks compare as cfs_prio_less() does at
 // the root level (no cgroups): (a.v - b.v) + (fi(b) - fi(a)) > 0, with
 // each runqueue's min_vruntime_fi, which is frozen while the core is
@@ -266,7 +267,13 @@ func PrioLess(c *percpu.Ctx, a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bo
 		return pa > pb
 	}
 	if pa == task.DLPrio {
-		return !dlTimeBefore(a.SE.DL.Deadline, b.SE.DL.Deadline)
+		if c.Bug(bugs.CoreDLTie) {
+			// The reference: equal deadlines are "less" both ways.
+			return !dlTimeBefore(a.SE.DL.Deadline, b.SE.DL.Deadline)
+		}
+		// Finding F14's fix: strictly later deadline, so that a tie
+		// stays with the CPU that picks, as for the other classes.
+		return dlTimeBefore(b.SE.DL.Deadline, a.SE.DL.Deadline)
 	}
 	if pa != task.DefaultPrio {
 		return false
@@ -288,6 +295,11 @@ func PrioLessV3(a *task.Task, ra *RQ, b *task.Task, rb *RQ) bool {
 	pa, pb := ra.TaskPrio(a), rb.TaskPrio(b)
 	if pa != pb {
 		return pa > pb
+	}
+	if pa == task.DLPrio {
+		// v3's deadline compare, as the merged one kept it (not strict:
+		// finding F14 concerns the proxy re-pick, which v3 did not have).
+		return !dlTimeBefore(a.SE.DL.Deadline, b.SE.DL.Deadline)
 	}
 	if pa != task.DefaultPrio {
 		return false
