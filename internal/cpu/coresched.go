@@ -414,6 +414,13 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 	}
 	var max, first *task.Task
 	var rqMax, rqFirst *rq.RQ
+	// v3 calls the loop "a linear max-filter ... bounded in execution
+	// time": every restart takes a strictly higher max. Under a compare
+	// that is not a strict order (deadline ties, finding F14) two
+	// siblings' tasks outrank each other and the kernel's loop never
+	// ends, holding the core lock; the model reports it instead.
+	restarts, maxRestarts := 0, 4*len(sibs)+8
+classes:
 	for _, rt := range [2]bool{true, false} {
 	again:
 		for k := range sibs {
@@ -441,6 +448,10 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 				core.Core.Cookie = p.CoreCookie
 				max, rqMax = p, ri
 				if old != nil {
+					if restarts++; restarts > maxRestarts {
+						cp.m.Report(cp.c, check.InvCoreTieMax, p, fmt.Sprintf("v3 core pick on cpu%d restarted %d times: %v (cpu%d, cookie %d) and %v (cookie %d) each outrank the other (prio_less holds both ways): the max-filter never ends", r.CPU, restarts, p, ri.CPU, p.CoreCookie, old, old.CoreCookie))
+						break classes
+					}
 					for _, rj := range sibs {
 						if rj != ri {
 							rj.Core.Pick = nil
@@ -464,7 +475,7 @@ func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
 		}
 	}
 	if first != nil && max != nil {
-		cp.checkTieMax(first, rqFirst, max, rqMax, rq.PrioLessV3(first, rqFirst, max, rqMax))
+		cp.checkTieMax(first, rqFirst, max, rqMax, rq.PrioLessV3(cp.c, first, rqFirst, max, rqMax))
 	}
 	// v3 has no min_vruntime_fi: siblings are rescheduled as if forced
 	// idle had been on before.
@@ -484,9 +495,9 @@ func (cp *CPU) pickTaskV3(ri *rq.RQ, rt bool, max *task.Task, rqMax *rq.RQ) *tas
 		// priority than max.
 		var maxIsHigher bool
 		if cp.stallFix() {
-			maxIsHigher = max != nil && !rq.PrioLessV3(max, rqMax, classPick, ri)
+			maxIsHigher = max != nil && !rq.PrioLessV3(c, max, rqMax, classPick, ri)
 		} else {
-			maxIsHigher = max != nil && rq.PrioLessV3(classPick, ri, max, rqMax)
+			maxIsHigher = max != nil && rq.PrioLessV3(c, classPick, ri, max, rqMax)
 		}
 		if classPick.CoreCookie != 0 && maxIsHigher {
 			return ri.Idle
@@ -502,7 +513,7 @@ func (cp *CPU) pickTaskV3(ri *rq.RQ, rt bool, max *task.Task, rqMax *rq.RQ) *tas
 	}
 	// class_pick beats max and the cookie pick: it is the core's highest
 	// priority so far and must be selected.
-	if rq.PrioLessV3(cookiePick, ri, classPick, ri) && (max == nil || rq.PrioLessV3(max, rqMax, classPick, ri)) {
+	if rq.PrioLessV3(c, cookiePick, ri, classPick, ri) && (max == nil || rq.PrioLessV3(c, max, rqMax, classPick, ri)) {
 		return classPick
 	}
 	return cookiePick

@@ -286,20 +286,26 @@ func PrioLess(c *percpu.Ctx, a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bo
 	return delta > 0
 }
 
-// PrioLessV3 is v3's prio_less(a, b) (RFC v3, 2019): across CPUs b's
+// PrioLessV3 is v3's prio_less(a, b) (RFC v3, 2019), deadline tasks
+// compared strictly unless --bug core-dl-tie (finding F14): across CPUs b's
 // vruntime is shifted into a's base with the runqueues' current
 // min_vruntime; a is less if a.v - shifted b > 0. With one task per CPU
 // each vruntime is its runqueue's min_vruntime and every comparison ties
 // (design note K2).
-func PrioLessV3(a *task.Task, ra *RQ, b *task.Task, rb *RQ) bool {
+func PrioLessV3(c *percpu.Ctx, a *task.Task, ra *RQ, b *task.Task, rb *RQ) bool {
 	pa, pb := ra.TaskPrio(a), rb.TaskPrio(b)
 	if pa != pb {
 		return pa > pb
 	}
 	if pa == task.DLPrio {
-		// v3's deadline compare, as the merged one kept it (not strict:
-		// finding F14 concerns the proxy re-pick, which v3 did not have).
-		return !dlTimeBefore(a.SE.DL.Deadline, b.SE.DL.Deadline)
+		if c.Bug(bugs.CoreDLTie) {
+			// v3's compare, which the merged code kept: a tie is
+			// "less" both ways, and v3's restart loop, a "linear
+			// max-filter" only under a strict order, never ends on
+			// two tied deadline tasks of different cookies.
+			return !dlTimeBefore(a.SE.DL.Deadline, b.SE.DL.Deadline)
+		}
+		return dlTimeBefore(b.SE.DL.Deadline, a.SE.DL.Deadline) // finding F14's fix
 	}
 	if pa != task.DefaultPrio {
 		return false
