@@ -28,7 +28,7 @@ var findings = []struct {
 	{"srq-pulls-donor", "15", "no-stale-rq-ref", append([]string{"--sched-features", "SHARED_RUNQ"}, quietInjectors...)},
 	// F7 and F8 need core scheduling switched off and on at run time.
 	{"core-flip-repick", "2", "rq-lock-identity", append([]string{"--core-sched", "--core-sched-toggle-interval", "2ms"}, quietInjectors...)},
-	{"core-flip-stale-pick", "7", "single-run", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
+	{"core-flip-stale-pick", "8", "single-run", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
 	// F10 needs DELAY_DEQUEUE, the fair class's default.
 	{"return-delayed", "24", "one-queue", nil},
 }

@@ -15,7 +15,9 @@ import (
 //
 // An IPI to a parked CPU un-arrives it so that it can take the interrupt
 // within the current epoch: the sender is itself running, so the epoch
-// cannot end before the target has handled it.
+// cannot end before the target has handled it. An IPI sent at or past
+// the horizon (a CPU whose schedule or lock work overshot it) waits for
+// the next epoch: its sender is done with this one.
 //
 //	sender                          target
 //	ipi |= kind                     arrived = true
@@ -86,7 +88,7 @@ func (b *barrier) arrive(cp *CPU) bool {
 	b.parked[cp.id] = true
 	b.flags[cp.id].Store(true)
 	b.arrived++
-	if cp.pending() {
+	if cp.pending() && cp.ipiAt.Load() < b.horizon.Load() {
 		b.unparkLocked(cp.id)
 		b.mu.Unlock()
 		return true

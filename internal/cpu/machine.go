@@ -290,6 +290,7 @@ func New(cfg Config) (*Machine, error) {
 			return fmt.Sprintf("swapper/%d/0", r.CPU), c.Now
 		}
 		cp := &CPU{m: m, id: i, rq: r, c: c, kick: make(chan struct{}, 1), nextTick: cfg.Tick}
+		cp.ipiAt.Store(noIPI)
 		cp.timerLock.Init(spinlock.ClassTimer, i)
 		r.Kick = m.kickResched
 		r.Ledger = &ledger{m: m}

@@ -6,6 +6,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"runtime/debug"
 	"sync/atomic"
 
@@ -48,6 +49,11 @@ type CPU struct {
 	// ipiTime is the latest clock of a CPU that sent this one an IPI: a
 	// parked idle CPU woken by it continues from there.
 	ipiTime atomic.Int64
+	// ipiAt is the earliest clock at which a pending IPI was sent
+	// (noIPI: none since the last handleIPIs; 0: posted at the
+	// barrier). An IPI sent at or past the epoch's horizon does not
+	// un-park its target within the epoch (barrier.arrive).
+	ipiAt atomic.Int64
 
 	// timerLock guards timers and timerID (the hrtimer base lock). Timers
 	// are armed by this CPU and cancelled by whichever CPU runs the task
@@ -94,6 +100,9 @@ type CPU struct {
 	forks []fork
 }
 
+// noIPI is ipiAt with no IPI pending.
+const noIPI = math.MaxInt64
+
 func (cp *CPU) pending() bool {
 	return cp.ipi.Load() != 0 || cp.wakeList.Load() != nil
 }
@@ -101,7 +110,9 @@ func (cp *CPU) pending() bool {
 // sendIPI posts an IPI of the given kind to CPU target from CPU c.
 func (m *Machine) sendIPI(c *percpu.Ctx, target int, kind uint32) {
 	t := m.cpus[target]
+	var at int64 // posted at the barrier
 	if c != nil {
+		at = c.Now
 		for {
 			old := t.ipiTime.Load()
 			if c.Now <= old || t.ipiTime.CompareAndSwap(old, c.Now) {
@@ -109,12 +120,26 @@ func (m *Machine) sendIPI(c *percpu.Ctx, target int, kind uint32) {
 			}
 		}
 	}
+	// Before the kind bits: handleIPIs resets ipiAt before it takes
+	// them, so a time is never lost for bits that are still pending.
+	for {
+		old := t.ipiAt.Load()
+		if at >= old || t.ipiAt.CompareAndSwap(old, at) {
+			break
+		}
+	}
 	t.ipi.Or(kind)
 	if c != nil {
 		c.Inc(stats.IPIs)
 		c.Emit(trace.EvIPI, 0, int32(target), int32(kind), 0)
 	}
-	m.bar.wake(target)
+	// The sender is running in this epoch only while its clock is before
+	// the horizon; an IPI sent past it is taken in the next epoch. (Two
+	// CPUs past the horizon that IPI each other would otherwise keep the
+	// epoch open for ever and stop every other CPU at the barrier.)
+	if at < m.bar.horizon.Load() {
+		m.bar.wake(target)
+	}
 	if c != nil {
 		m.runner.yield(c.ID) // sending an IPI is a yield point
 	}
@@ -225,6 +250,7 @@ func (cp *CPU) iterate(horizon int64) bool {
 
 // handleIPIs takes the pending interrupts.
 func (cp *CPU) handleIPIs() {
+	cp.ipiAt.Store(noIPI)
 	kinds := cp.ipi.Swap(0)
 	if cp.rq.Curr() == cp.rq.Idle {
 		// Idle until interrupted: the clock moves to the sender's.
