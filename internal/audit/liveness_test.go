@@ -26,6 +26,7 @@ func (v *fakeView) RetiredRuntime() int64                 { return 0 }
 func (v *fakeView) Mutexes() []*mutex.Mutex               { return nil }
 func (v *fakeView) Now(int) int64                         { return 0 }
 func (v *fakeView) Busy(int) int64                        { return 0 }
+func (v *fakeView) StopperPending(int) bool               { return false }
 func (v *fakeView) WakePending(*task.Task) bool           { return false }
 func (v *fakeView) RePicks() (uint64, uint64)             { return v.switches, v.repicks }
 func (v *fakeView) Grant(*task.Task, *mutex.Mutex) string { return "" }

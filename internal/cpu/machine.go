@@ -384,6 +384,10 @@ func (m *Machine) Now(cpu int) int64 { return m.cpus[cpu].c.Now }
 // Busy returns a CPU's busy virtual time (stopped machine only).
 func (m *Machine) Busy(cpu int) int64 { return m.cpus[cpu].busy }
 
+// StopperPending reports queued migration_cpu_stop work on cpu (the
+// audit's view; every CPU is parked).
+func (m *Machine) StopperPending(cpu int) bool { return len(m.cpus[cpu].stopWork) > 0 }
+
 // AddMutex creates a mutex. Only before Start.
 func (m *Machine) AddMutex(name string) *mutex.Mutex {
 	mx := mutex.New(len(m.mutexes), name, m.Task)
