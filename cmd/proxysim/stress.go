@@ -86,7 +86,7 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.DurationVar(&sf.o.ShuffleInterval, "shuffle-interval", def.ShuffleInterval, "virtual time between affinity shuffles on each busy CPU (0: off)")
 	fs.DurationVar(&sf.o.SRQToggleInterval, "srq-toggle-interval", 0, "SHARED_RUNQ stress: virtual time per busy CPU between a domain rebuild (shards reassigned, old queues drained) or a flip of the SHARED_RUNQ feature (drained when it goes off), alternately at random (0: off; builds the shared runqueue)")
 	fs.DurationVar(&sf.o.DomainRebuildInterval, "domain-rebuild-interval", def.DomainRebuildInterval, "virtual time between sched domain rebuilds, machine-wide (update_domains_fair: every rq lock in turn; 0: only the one at boot)")
-	fs.DurationVar(&sf.o.CoreToggleInterval, "core-sched-toggle-interval", 0, "virtual time between switches of core scheduling off and on (__sched_core_flip of every core's rq lock; needs --core-sched; 0: off)")
+	fs.DurationVar(&sf.o.CoreToggleInterval, "core-sched-toggle-interval", 0, "virtual time between switches of core scheduling off and on (__sched_core_flip of every core's rq lock; needs --core-sched; default with --core-sched 20ms, 0: off)")
 	fs.Float64Var(&sf.o.SignalRate, "signal-rate", def.SignalRate, "signals sent per second of busy virtual time per CPU, half of them to random mutex waiters (0: off)")
 	fs.Float64Var(&sf.o.SignalFatal, "signal-fatal", def.SignalFatal, "fraction of --signal-rate's signals that are SIGKILL (the task exits when it handles one)")
 	fs.BoolVar(&sf.o.Respawn, "respawn", def.Respawn, "fork a task of the same spec in the slot of each task killed by SIGKILL (--signal-fatal), at the next barrier, so that the machine keeps its tasks")
@@ -141,6 +141,11 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	if sf.machineFlags.set["hotplug-interval"] {
 		sf.o.HotplugIsDefault = false
 	}
+	if on := sf.o.CoreSched != "" && sf.o.CoreSched != "off"; on && !sf.machineFlags.set["core-sched-toggle-interval"] {
+		// Stress takes every core-scheduling path by default, the
+		// run-time flip (sched_core_get/put's __sched_core_flip) too.
+		sf.o.CoreToggleInterval = stressCoreToggle
+	}
 	if sf.o.HotplugMaxOffline < 0 {
 		return usagef("--hotplug-max-offline %d: want 0 (one in 32 of the CPUs) or a number of CPUs", sf.o.HotplugMaxOffline)
 	}
@@ -160,6 +165,10 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	}
 	return nil
 }
+
+// stressCoreToggle is stress's default interval between core-scheduling
+// flips under --core-sched.
+const stressCoreToggle = 20 * time.Millisecond
 
 func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := &flag2{newFlagSet("stress", stressUsage, stderr)}

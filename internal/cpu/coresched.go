@@ -724,6 +724,7 @@ func (m *Machine) setCookie(c *percpu.Ctx, p *task.Task, cookie uint64) {
 		p.CoreCookie = cookie
 		if r.Curr() == p {
 			r.ReschedCurr(c)
+			c.Inc(stats.CoreCookieSetsRunning)
 		}
 		c.Inc(stats.CoreCookieSets)
 		c.Emit(trace.EvCookie, int32(p.ID), int32(cookie), 0, 0)

@@ -106,6 +106,7 @@ var counterHelp = map[string]string{
 	"core_sibling_ipis":          "Core scheduling: sibling reschedules sent by core picks.",
 	"core_cookie_swaps":          "Core scheduling: proxy owners whose cookie did not match the core's (sched_core_swap_pick).",
 	"core_cookie_sets":           "Core scheduling: task cookie changes (prctl PR_SCHED_CORE).",
+	"core_cookie_sets_running":   "Core scheduling: cookie changes of a task executing at the time, which reschedules its CPU.",
 	"core_steals":                "Core scheduling: tasks moved to a forced-idle CPU by try_steal_cookie.",
 	"core_flips":                 "Core scheduling: cores switched on or off at run time (__sched_core_flip, per core).",
 	"core_lock_retries":          "Core scheduling: rq lock acquires that found rq_lockp() changed by a flip and retried (raw_spin_rq_lock_nested).",

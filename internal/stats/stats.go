@@ -41,27 +41,28 @@ const (
 	Audits
 	Exits
 	JitterInjected
-	Migrations        // every change of task_cpu (se.nr_migrations); by reason in CPU.MigrateBy
-	MutexWaitsDone    // waits that ended in an acquisition (contentions minus these = tasks waiting)
-	AffinityShuffles  // stress: masks moved by the shuffler
-	CorePicks         // core scheduling: core-wide selections (pick_next_task's slow path)
-	CoreFastPicks     // core scheduling: a sibling's core_pick taken (pick_next_task's fast path)
-	CoreForcedIdle    // core scheduling: a CPU left idle with tasks queued (forced idle), by a core pick or a cookie swap
-	CoreSiblingIPIs   // core scheduling: sibling reschedules sent by core picks
-	CoreCookieSwaps   // core scheduling: a proxy's owner mismatched the core cookie (sched_core_swap_pick), resolved by forced idle or a core re-pick with the owner
-	CoreCookieSets    // core scheduling: cookie changes (prctl PR_SCHED_CORE)
-	CoreSteals        // core scheduling: tasks moved to a forced-idle CPU by try_steal_cookie
-	MutexEINTR        // interruptible/killable mutex waits ended by a signal (-EINTR)
-	SignalsSent       // signals queued (stress --signal-rate, scenario commands)
-	SignalWakeups     // signal_wake_up's wake_up_state calls that woke the task
-	SignalsHandled    // pending signals dequeued by their task at an instruction boundary
-	SignalSleepAborts // try_to_block_task found a signal pending for the sleep state: stays RUNNING
-	SpuriousWakes     // stress --spurious-wake-rate: wake_up_process of a mutex waiter
-	SpuriousWakeups   // ... that woke it (it was asleep)
-	MutexSpins        // optimistic spins started before queueing (mutex_optimistic_spin, OSQ spinner)
-	MutexWaiterSpins  // spins of the first waiter on the owner (blocked_on cleared, still listed)
-	MutexSpinTurns    // turns of either spin (SpinCost of virtual time each)
-	MutexSpinAcquires // locks taken by spinning
+	Migrations            // every change of task_cpu (se.nr_migrations); by reason in CPU.MigrateBy
+	MutexWaitsDone        // waits that ended in an acquisition (contentions minus these = tasks waiting)
+	AffinityShuffles      // stress: masks moved by the shuffler
+	CorePicks             // core scheduling: core-wide selections (pick_next_task's slow path)
+	CoreFastPicks         // core scheduling: a sibling's core_pick taken (pick_next_task's fast path)
+	CoreForcedIdle        // core scheduling: a CPU left idle with tasks queued (forced idle), by a core pick or a cookie swap
+	CoreSiblingIPIs       // core scheduling: sibling reschedules sent by core picks
+	CoreCookieSwaps       // core scheduling: a proxy's owner mismatched the core cookie (sched_core_swap_pick), resolved by forced idle or a core re-pick with the owner
+	CoreCookieSets        // core scheduling: cookie changes (prctl PR_SCHED_CORE)
+	CoreCookieSetsRunning // ... of a task executing at the time (sched_core_update_cookie reschedules it)
+	CoreSteals            // core scheduling: tasks moved to a forced-idle CPU by try_steal_cookie
+	MutexEINTR            // interruptible/killable mutex waits ended by a signal (-EINTR)
+	SignalsSent           // signals queued (stress --signal-rate, scenario commands)
+	SignalWakeups         // signal_wake_up's wake_up_state calls that woke the task
+	SignalsHandled        // pending signals dequeued by their task at an instruction boundary
+	SignalSleepAborts     // try_to_block_task found a signal pending for the sleep state: stays RUNNING
+	SpuriousWakes         // stress --spurious-wake-rate: wake_up_process of a mutex waiter
+	SpuriousWakeups       // ... that woke it (it was asleep)
+	MutexSpins            // optimistic spins started before queueing (mutex_optimistic_spin, OSQ spinner)
+	MutexWaiterSpins      // spins of the first waiter on the owner (blocked_on cleared, still listed)
+	MutexSpinTurns        // turns of either spin (SpinCost of virtual time each)
+	MutexSpinAcquires     // locks taken by spinning
 	// SHARED_RUNQ (--sched-features SHARED_RUNQ; internal/rq/srq.go,
 	// internal/cpu/srq.go).
 	SRQPushes              // tasks linked on a shard (shared_runq_push_task)
@@ -131,7 +132,7 @@ var CounterNames = [NumCounters]string{
 	"find_proxy_task_calls", "find_proxy_task_retries", "find_proxy_task_spins", "proxy_resched_idle",
 	"proxy_deactivations", "lock_juggling_retries", "on_cpu_waits", "rt_pushes", "rt_pulls", "audits",
 	"exits", "jitter_injected", "migrations", "mutex_waits_done", "affinity_shuffles",
-	"core_picks", "core_fast_picks", "core_forced_idle", "core_sibling_ipis", "core_cookie_swaps", "core_cookie_sets", "core_steals",
+	"core_picks", "core_fast_picks", "core_forced_idle", "core_sibling_ipis", "core_cookie_swaps", "core_cookie_sets", "core_cookie_sets_running", "core_steals",
 	"mutex_eintr", "signals_sent", "signal_wakeups", "signals_handled", "signal_sleep_aborts",
 	"spurious_wakes", "spurious_wakeups",
 	"mutex_spins", "mutex_waiter_spins", "mutex_spin_turns", "mutex_spin_acquires",
