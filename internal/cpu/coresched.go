@@ -604,7 +604,7 @@ func (m *Machine) tryStealCookie(c *percpu.Ctx, this, that int) bool {
 	if cookie == 0 || dst.Curr() != dst.Idle {
 		return false
 	}
-	for _, p := range src.CookieTasks(c, cookie) {
+	for p := src.SchedCoreFind(c, cookie); p != nil; p = src.SchedCoreNext(c, p, cookie) {
 		if p == src.Core.Pick || p == src.Curr() {
 			continue
 		}
@@ -660,6 +660,9 @@ func (cp *CPU) checkCoreCookie(next *task.Task) {
 // most CoreStarveBound (under v3, whose K2/K3 starve the tagged side by
 // design, untagged tasks only).
 func (m *Machine) auditCore(now int64) {
+	if m.auditCoreTree() {
+		return
+	}
 	for i, r := range m.rqs {
 		if r.Core.Leader != r || !r.CoreEnabled() {
 			continue
@@ -713,15 +716,12 @@ func (m *Machine) auditCore(now int64) {
 
 // setCookie is sched_core_update_cookie() (prctl PR_SCHED_CORE): under
 // task_rq_lock, the task leaves the core tree, takes the cookie and
-// re-enters it (both bump core_task_seq); a task executing reschedules.
+// re-enters it (rq.SchedCoreUpdateCookie); a task executing reschedules.
 func (m *Machine) setCookie(c *percpu.Ctx, p *task.Task, cookie uint64) {
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
 	if p.State() != task.Dead && p.CoreCookie != cookie {
-		if r.CoreEnabled() && p.SE.Queued {
-			r.Core.Leader.Core.TaskSeq += 2 // sched_core_dequeue + sched_core_enqueue
-		}
-		p.CoreCookie = cookie
+		r.SchedCoreUpdateCookie(c, p, cookie)
 		if r.Curr() == p {
 			r.ReschedCurr(c)
 			c.Inc(stats.CoreCookieSetsRunning)

@@ -214,6 +214,8 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		return h.state()
 	case "shards":
 		return h.shards()
+	case "coretree":
+		return h.coreTree()
 	case "setattr":
 		return h.setattr(t, d)
 	case "dl":
@@ -751,6 +753,26 @@ func (h *harness) shards() string {
 			}
 			fmt.Fprintf(&b, "llc%d shard %d: [%s]\n", q.LLC, s.ID(), strings.Join(names, " "))
 		}
+	}
+	return b.String()
+}
+
+// coreTree prints every runqueue's core_tree in order (the order
+// sched_core_find and sched_core_next walk), each task with its cookie,
+// the key it was linked with and its key now.
+func (h *harness) coreTree() string {
+	var b strings.Builder
+	for i, r := range h.m.rqs {
+		var ts []string
+		for _, p := range r.CoreTree() {
+			k := p.CoreNode.Key
+			now := p.SE.Vruntime
+			if p.SE.Policy.DL() {
+				now = p.SE.DL.Deadline
+			}
+			ts = append(ts, fmt.Sprintf("%s(cookie %d, prio %d, linked at %v, now %v)", p.Name, p.CoreCookie, k.Prio, time.Duration(k.Value), time.Duration(now)))
+		}
+		fmt.Fprintf(&b, "cpu%d: [%s]\n", i, strings.Join(ts, " "))
 	}
 	return b.String()
 }

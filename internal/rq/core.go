@@ -6,8 +6,6 @@
 package rq
 
 import (
-	"sort"
-
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
@@ -38,6 +36,7 @@ type CoreState struct {
 	SchedSeq         uint64     // rq->core_sched_seq: the core_pick_seq this CPU last scheduled
 	PickLeader       bool       // rq->core_pick_leader: this CPU's pick set the core cookie (max)
 	PickBlockedDonor bool       // rq->core_pick_blocked_donor: redo the core pick with the donor's owner as max
+	tree             *task.Task // rq->core_tree: the root (coretree.go)
 	MinVruntimeFI    int64      // cfs_rq->min_vruntime_fi: min_vruntime snapshot for cross-CPU compares
 	FISeq            uint64     // cfs_rq->forceidle_seq: the forced-idle episode MinVruntimeFI was taken in
 
@@ -118,6 +117,17 @@ func CoreFlipLocked(c *percpu.Ctx, sibs []*RQ, on bool) {
 	core := sibs[0].Core.Leader
 	core.Core.ForceidleStart = 0
 	core.Core.fiShadowStart = 0
+	for _, r := range sibs {
+		// The model flips with cookies in place (the kernel's trees are
+		// empty at a flip): core_tree is emptied when core scheduling
+		// goes off, while enqueues stop maintaining it, and refilled
+		// when it comes back on.
+		if on {
+			r.coreTreeRebuild(c)
+		} else {
+			r.coreTreeClear()
+		}
+	}
 }
 
 // SchedCoreAccountForceidle is __sched_core_account_forceidle(rq) with
@@ -216,20 +226,15 @@ func (r *RQ) ResetForceidle() {
 	cs.ForceidleStart, cs.fiShadowStart, cs.ForceidleOccupation, cs.ForceidleCount = 0, 0, 0, 0
 }
 
-// coreEnqueue is sched_core_enqueue(): every enqueue bumps core_task_seq,
-// voiding siblings' unconsumed core picks. The kernel also links a tagged
-// task into rq->core_tree; the model scans the class queues instead
-// (SchedCoreFind), which finds the same task.
-func (r *RQ) coreEnqueue() {
-	r.Core.Leader.Core.TaskSeq++
-}
-
-// coreDequeue is sched_core_dequeue(): bump core_task_seq; taking the
-// last task off a forced-idle CPU reschedules it, for the forced-idle
-// accounting edge. Called before the class dequeue, as the kernel does.
-func (r *RQ) coreDequeue(c *percpu.Ctx, flags int) {
+// coreDequeue is sched_core_dequeue(): bump core_task_seq and unlink p
+// from core_tree (schedCoreDequeue); taking the last task off a
+// forced-idle CPU reschedules it, for the forced-idle accounting edge.
+// Called before the class dequeue, as the kernel does.
+func (r *RQ) coreDequeue(c *percpu.Ctx, p *task.Task, flags int) {
+	if !r.schedCoreDequeue(c, p) {
+		return
+	}
 	core := r.Core.Leader
-	core.Core.TaskSeq++
 	if flags&DequeueSave == 0 && r.nrRunning.Load() == 1 && core.Core.ForceidleCount > 0 && r.curr.Load() == r.Idle {
 		r.ReschedCurr(c)
 	}
@@ -333,30 +338,6 @@ func (r *RQ) TaskVruntimeUpdate(c *percpu.Ctx, p *task.Task, inFI bool) {
 		r.Core.FISeq = seq
 	}
 	r.Core.MinVruntimeFI = r.minVruntime
-}
-
-// SchedCoreFind is sched_core_find(rq, cookie): the highest-priority
-// queued task with the cookie, or nil (the kernel returns idle from an
-// empty core_tree search; the callers here substitute idle).
-func (r *RQ) SchedCoreFind(c *percpu.Ctx, cookie uint64) *task.Task {
-	r.AssertHeld(c)
-	return r.PickBest(func(t *task.Task) bool { return t.CoreCookie == cookie })
-}
-
-// CookieTasks is the sched_core_find / sched_core_next walk: the queued
-// tasks with the cookie, highest priority first.
-func (r *RQ) CookieTasks(c *percpu.Ctx, cookie uint64) []*task.Task {
-	r.AssertHeld(c)
-	var out []*task.Task
-	for _, q := range [3][]*task.Task{r.dl, r.rt, r.fair} {
-		for _, t := range q {
-			if t.CoreCookie == cookie && !t.SE.Delayed {
-				out = append(out, t)
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return better(out[i], out[j]) })
-	return out
 }
 
 // PickClass is class->pick_task(rq) for v3's per-class loop: the best

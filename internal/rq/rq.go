@@ -402,9 +402,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	se := &p.SE
 	if flags&EnqueueDelayed != 0 {
 		if r.requeueDelayedEntity(c, p) {
-			if r.CoreEnabled() {
-				r.coreEnqueue()
-			}
+			r.coreEnqueueAfterClass(c, p)
 			if r.SRQCfg != nil && p != r.donor {
 				// back in the tree (v3/v4's __enqueue_entity), and a
 				// wakeup that is no migration (v2's hook): relinked, as
@@ -425,9 +423,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 		se.Queued = true
 		se.QueueCPU = r.CPU
 		r.enqueueTaskDL(c, p, flags)
-		if r.CoreEnabled() {
-			r.coreEnqueue()
-		}
+		r.coreEnqueueAfterClass(c, p)
 		return
 	}
 	if se.Policy.RT() {
@@ -448,9 +444,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	se.Queued = true
 	se.QueueCPU = r.CPU
 	nr := r.nrRunning.Add(1)
-	if r.CoreEnabled() && !se.Delayed {
-		r.coreEnqueue()
-	}
+	r.coreEnqueueAfterClass(c, p)
 	if r.SRQCfg != nil {
 		r.srqEnqueue(c, p, flags, nr-1)
 	}
@@ -466,8 +460,8 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) bool {
 		c.Warn(check.InvOneQueue, p.ID, p.String(), "dequeue_task: %v not queued on cpu%d (queued=%v on cpu%d)", p, r.CPU, se.Queued, se.QueueCPU)
 		return true
 	}
-	if r.CoreEnabled() && !se.Delayed {
-		r.coreDequeue(c, flags)
+	if r.CoreEnabled() {
+		r.coreDequeue(c, p, flags)
 	}
 	if r.SRQCfg != nil {
 		// __dequeue_entity (v3/v4), dequeue_task_fair (v2): whatever

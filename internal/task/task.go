@@ -247,6 +247,10 @@ type Task struct {
 	// CoreOccupation is p->core_occupation: busy siblings when the core
 	// pick chose p. Written and read under the core lock.
 	CoreOccupation int
+	// CoreNode is p->core_node, the task's link in rq->core_tree of the
+	// runqueue it is queued on (internal/rq/coretree.go). Guarded by
+	// that runqueue's lock (with core scheduling on, the core's lock).
+	CoreNode CoreNode
 	// CPUsMask is the affinity of the execution context. Written with
 	// PiLock and the rq lock held; read under either.
 	CPUsMask      Mask
@@ -736,4 +740,29 @@ func (p *Task) SchedDelayed() bool { return p.schedDelayed.Load() }
 func (p *Task) SetSchedDelayed(on bool) {
 	p.SE.Delayed = on
 	p.schedDelayed.Store(on)
+}
+
+// CoreNode is struct task_struct's core_node (an rb_node of rq->core_tree)
+// with the model's record of the key the task was linked with. Guarded
+// by the lock of the runqueue whose tree holds it (Linked).
+type CoreNode struct {
+	Parent, Left, Right *Task
+	Red                 bool
+	// Linked is !RB_EMPTY_NODE(&p->core_node): sched_core_enqueued(p).
+	Linked bool
+	// TreeCPU is the runqueue whose core_tree holds the task (the
+	// audit's check that a task is linked where it is queued).
+	TreeCPU int
+	// Key is the priority the task carried when sched_core_enqueue
+	// linked it: the order rb_add gave it and keeps (the model's record,
+	// for invariant 62; the kernel does not store it).
+	Key CoreKey
+}
+
+// CoreKey is what __sched_core_less compares after the cookie: the
+// class rank __task_prio and, within a class, the deadline
+// (SCHED_DEADLINE) or vruntime (fair); RT ranks by prio alone.
+type CoreKey struct {
+	Prio  int
+	Value int64
 }
