@@ -74,6 +74,7 @@ const (
 	ProxyMigrateOffline             // finding F12: find_proxy_task migrates donors to an offline CPU (a throttled DL owner's)
 	DonorAffinityExempt             // finding F13: affine_move_task exempts rq->donor even once it is runnable again
 	CoreDLTie                       // finding F14: prio_less gives deadline ties to the other sibling; the proxy re-pick livelocks
+	CoreTreeStaleKey                // K7: sched_core_enqueue before the class enqueue: core_tree ranks a waking task by its pre-placement vruntime
 	NumBugs
 )
 
@@ -229,6 +230,9 @@ var Catalogue = []Bug{
 	{CoreDLTie, 0, "core-dl-tie", Finding, "open@014c4be7",
 		"prio_less(a, b) is 'a has strictly lower priority' for every class but deadline, where it is !dl_time_before(a->dl.deadline, b->dl.deadline): equal deadlines are less both ways, so restart_multi (\"Tie-break prio towards the current CPU\") gives a deadline tie to whichever sibling it iterates last. sched_core_proxy_pick relies on the re-pick resolving as the first pick did: it swaps the owner in only if this CPU is still core_pick_leader with its donor as core_pick. Two SMT siblings whose deadline donors tie, each proxying for an owner of another cookie, never get there: each CPU's first pick leads and asks for the re-pick (sched_core_swap_pick: RETRY_TASK), the re-pick from that CPU hands max to the sibling's donor, the donor's cookie stands, the owner mismatches and the CPU is forced idle (not the leader any more), and its IPI sends the sibling through the same two steps. Neither owner runs; virtual time advances only by the picks. The model's fix makes the deadline compare strict (dl_time_before(b, a)), as the other classes are; --bug restores the reference. Needs --core-sched and deadline donors",
 		"concurrent runs: runnable task starved on a forced-idle CPU (invariant 45); deterministic runs: no epoch completes (invariant 40)"},
+	{CoreTreeStaleKey, 0, "core-tree-stale-key", Historical, "5.14 (-tip 11/32 \"sched: Enqueue task into core queue only after vruntime is updated\", Joel Fernandes, Nov 2020)",
+		"enqueue_task called sched_core_enqueue before the class's enqueue_task, so a waking task was linked into rq->core_tree (ordered by priority at insertion, never re-sorted) with the vruntime it had before place_entity moved it (or a SCHED_DEADLINE task with its deadline before the replenishment): a long sleeper's old, small vruntime ranks it leftmost and sched_core_find picks it for a sibling ahead of tasks that are owed more (an artificial boost). The fix links it after the class enqueue. --bug restores the old order (a delayed task being requeued is then still sched_delayed and not linked at all). Needs --core-sched",
+		"inline after enqueue_task: a linked task's key equals its key after the class enqueue; audit: core_tree holds exactly the queued, non-delayed tasks with a cookie (invariant 62)"},
 }
 
 // raceOnly are the entries only the race detector catches.

@@ -19,6 +19,7 @@ package rq
 import (
 	"fmt"
 
+	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/task"
@@ -81,11 +82,45 @@ func (r *RQ) schedCoreDequeue(c *percpu.Ctx, p *task.Task) bool {
 }
 
 // coreEnqueueAfterClass is enqueue_task's last step, after the class
-// enqueue: sched_core_enqueue if sched_core_enabled(rq).
+// enqueue: sched_core_enqueue if sched_core_enabled(rq), then the
+// model's check that p was linked with the key the class enqueue left
+// it (invariant 62). --bug core-tree-stale-key linked it before the class
+// enqueue instead (coreEnqueueBeforeClass).
 func (r *RQ) coreEnqueueAfterClass(c *percpu.Ctx, p *task.Task) {
-	if r.CoreEnabled() {
+	if !r.CoreEnabled() {
+		return
+	}
+	if !c.Bug(bugs.CoreTreeStaleKey) {
 		r.schedCoreEnqueue(c, p)
 	}
+	if n := &p.CoreNode; n.Linked && n.Key != r.coreKey(p) {
+		k := r.coreKey(p)
+		c.Warn(check.InvCoreTree, p.ID, p.String(), "enqueue_task on cpu%d: %v (cookie %d) is in core_tree with key %s, but the class enqueue left it %s: linked before its class placed it, sched_core_find ranks it by a stale key", r.CPU, p, p.CoreCookie, fmtCoreKey(n.Key), fmtCoreKey(k))
+	}
+}
+
+// coreEnqueueBeforeClass is --bug core-tree-stale-key (design note K7):
+// the historical enqueue_task that called sched_core_enqueue before the
+// class's enqueue_task, so a waking task was linked into core_tree with
+// the vruntime (or deadline) it had before place_entity (or the DL
+// replenishment) moved it. A delayed task being requeued is still
+// sched_delayed at that point and is not linked at all (the historical
+// code predates DELAY_DEQUEUE; this is the consequence of its order
+// today).
+func (r *RQ) coreEnqueueBeforeClass(c *percpu.Ctx, p *task.Task) {
+	if r.CoreEnabled() && c.Bug(bugs.CoreTreeStaleKey) {
+		r.schedCoreEnqueue(c, p)
+	}
+}
+
+func fmtCoreKey(k task.CoreKey) string {
+	switch k.Prio {
+	case task.DLPrio:
+		return fmt.Sprintf("(deadline %d)", k.Value)
+	case task.DefaultPrio:
+		return fmt.Sprintf("(vruntime %d)", k.Value)
+	}
+	return fmt.Sprintf("(prio %d)", k.Prio)
 }
 
 // SchedCoreFind is sched_core_find(rq, cookie): the leftmost task of

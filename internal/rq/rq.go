@@ -401,6 +401,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	r.AssertHeld(c)
 	se := &p.SE
 	if flags&EnqueueDelayed != 0 {
+		r.coreEnqueueBeforeClass(c, p)
 		if r.requeueDelayedEntity(c, p) {
 			r.coreEnqueueAfterClass(c, p)
 			if r.SRQCfg != nil && p != r.donor {
@@ -417,6 +418,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 		c.Warn(check.InvOneQueue, p.ID, p.String(), "enqueue_task: %v already queued on cpu%d (enqueue on cpu%d)", p, se.QueueCPU, r.CPU)
 		return
 	}
+	r.coreEnqueueBeforeClass(c, p)
 	r.seq++
 	se.QueueSeq = r.seq
 	if se.Policy.DL() {
