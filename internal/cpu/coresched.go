@@ -463,6 +463,15 @@ classes:
 			}
 		}
 	}
+	if !needSync {
+		// The idle class (for_each_class ends with it): this CPU had
+		// nothing in any class and need_sync is still false, so its
+		// pick_task gives the idle task, untagged, and the early exit
+		// takes it: no sibling was looked at (nobody has a pick). Before
+		// this exit the model forced busy siblings idle here.
+		r.Core.PickLeader = true
+		return r.Idle
+	}
 	// The idle class: whatever sibling is still without a pick idles.
 	occ := 0
 	for _, ri := range sibs {
