@@ -57,6 +57,7 @@ const (
 	InvDLBudget          Invariant = 54 // a SCHED_DEADLINE entity with no budget left (runtime <= 0) is throttled or replenished at its next update
 	InvEEVDFLag          Invariant = 55 // EEVDF: the weighted lags of a runqueue's fair entities sum to zero
 	InvTaskRefs          Invariant = 60 // at the barrier a task's refcount is its own reference (until reaped) plus one per waiter parked on it
+	InvCoreClass         Invariant = 61 // after a core-wide pick no task left queued on a forced-idle sibling is of a higher class than the core's max
 	InvCoreTree          Invariant = 62 // rq->core_tree holds exactly the rq's queued, non-delayed tasks with a cookie, each linked with its key after the class enqueue
 )
 
@@ -80,6 +81,7 @@ var invNames = map[Invariant]string{
 	InvDLBudget:     "dl-budget",
 	InvEEVDFLag:     "eevdf-lag",
 	InvTaskRefs:     "task-refs",
+	InvCoreClass:    "core-class",
 	InvCoreTree:     "core-tree",
 }
 

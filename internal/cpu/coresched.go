@@ -211,8 +211,8 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 			donor = r.Donor(c)
 		}
 	}
-	if owner == nil && m.cfg.CoreSched == CoreV3 {
-		return cp.corePickV3(needSync, fiBefore)
+	if owner == nil && (m.cfg.CoreSched == CoreV3 || c.Bug(bugs.CoreRTForceidle)) {
+		return cp.corePickPerClass(needSync, fiBefore)
 	}
 	if owner == nil && !needSync {
 		next := r.PickNextTask(c)
@@ -244,6 +244,7 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 		}
 	}
 	rqMax.Core.PickLeader = true
+	sel := max // what the selection ranked highest (a proxy re-pick puts the owner in its place)
 	if first := r.Core.Pick; !first.Idle {
 		cp.checkTieMax(first, r, max, rqMax, rq.PrioLess(c, first, r, max, rqMax, fiBefore))
 	}
@@ -280,6 +281,7 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 			occ++
 		}
 	}
+	cp.checkCoreClass(sel)
 	return cp.endCorePick(core, occ, fiBefore, cookie, !r.Core.PickBlockedDonor)
 }
 
@@ -394,138 +396,6 @@ func (cp *CPU) endCorePick(core *rq.RQ, occ int, fiBefore bool, cookie uint64, b
 		cp.queueCoreBalance()
 	}
 	return next
-}
-
-// corePickV3 is RFC v3's core-wide selection: per class, per sibling,
-// pick_task(rq_i, class, max), restarting whenever a higher-priority
-// incompatible max appears. v3 predates proxy execution: the re-pick for
-// a blocked donor's owner (sched_core_proxy_pick) takes the reference's
-// restart_multi in corePickNextTask instead (the model's choice).
-func (cp *CPU) corePickV3(needSync, fiBefore bool) *task.Task {
-	r := cp.rq
-	core := r.Core.Leader
-	sibs := r.Core.Siblings
-	start := 0
-	for k, ri := range sibs {
-		ri.Core.Pick = nil
-		if ri == r {
-			start = k
-		}
-	}
-	var max, first *task.Task
-	var rqMax, rqFirst *rq.RQ
-	// v3 calls the loop "a linear max-filter ... bounded in execution
-	// time": every restart takes a strictly higher max. Under a compare
-	// that is not a strict order (deadline ties, finding F14) two
-	// siblings' tasks outrank each other and the kernel's loop never
-	// ends, holding the core lock; the model reports it instead.
-	restarts, maxRestarts := 0, 4*len(sibs)+8
-classes:
-	for _, rt := range [2]bool{true, false} {
-	again:
-		for k := range sibs {
-			ri := sibs[(start+k)%len(sibs)]
-			if ri.Core.Pick != nil {
-				continue
-			}
-			p := cp.pickTaskV3(ri, rt, max, rqMax)
-			if p == nil {
-				if ri == r && !needSync {
-					break // next class
-				}
-				continue
-			}
-			if ri == r && !needSync && p.CoreCookie == 0 {
-				r.Core.PickLeader = true
-				return p
-			}
-			ri.Core.Pick = p
-			if first == nil && !p.Idle {
-				first, rqFirst = p, ri
-			}
-			if max == nil || !rq.CookieMatch(max, p) {
-				old := max
-				core.Core.Cookie = p.CoreCookie
-				max, rqMax = p, ri
-				if old != nil {
-					if restarts++; restarts > maxRestarts {
-						cp.m.Report(cp.c, check.InvCoreTieMax, p, fmt.Sprintf("v3 core pick on cpu%d restarted %d times: %v (cpu%d, cookie %d) and %v (cookie %d) each outrank the other (prio_less holds both ways): the max-filter never ends", r.CPU, restarts, p, ri.CPU, p.CoreCookie, old, old.CoreCookie))
-						break classes
-					}
-					for _, rj := range sibs {
-						if rj != ri {
-							rj.Core.Pick = nil
-						}
-					}
-					goto again
-				}
-				needSync = true
-			}
-		}
-	}
-	if !needSync {
-		// The idle class (for_each_class ends with it): this CPU had
-		// nothing in any class and need_sync is still false, so its
-		// pick_task gives the idle task, untagged, and the early exit
-		// takes it: no sibling was looked at (nobody has a pick). Before
-		// this exit the model forced busy siblings idle here.
-		r.Core.PickLeader = true
-		return r.Idle
-	}
-	// The idle class: whatever sibling is still without a pick idles.
-	occ := 0
-	for _, ri := range sibs {
-		if ri.Core.Pick == nil {
-			ri.Core.Pick = ri.Idle
-		}
-		ri.Core.PickLeader = ri.Core.Pick == max
-		if cp.countForcedIdle(core, ri, fiBefore) {
-			occ++
-		}
-	}
-	if first != nil && max != nil {
-		cp.checkTieMax(first, rqFirst, max, rqMax, rq.PrioLessV3(cp.c, first, rqFirst, max, rqMax))
-	}
-	// v3 has no min_vruntime_fi: siblings are rescheduled as if forced
-	// idle had been on before.
-	return cp.endCorePick(core, occ, true, core.Core.Cookie, true)
-}
-
-// pickTaskV3 is v3's pick_task(rq, class, max), with CORESCHED_STALL_FIX.
-func (cp *CPU) pickTaskV3(ri *rq.RQ, rt bool, max *task.Task, rqMax *rq.RQ) *task.Task {
-	c, r := cp.c, cp.rq
-	classPick := ri.PickClass(c, rt)
-	if classPick == nil {
-		return nil
-	}
-	cookie := r.Core.Leader.Core.Cookie
-	if cookie == 0 {
-		// If class_pick is tagged, return it only if it has higher
-		// priority than max.
-		var maxIsHigher bool
-		if cp.stallFix() {
-			maxIsHigher = max != nil && !rq.PrioLessV3(c, max, rqMax, classPick, ri)
-		} else {
-			maxIsHigher = max != nil && rq.PrioLessV3(c, classPick, ri, max, rqMax)
-		}
-		if classPick.CoreCookie != 0 && maxIsHigher {
-			return ri.Idle
-		}
-		return classPick
-	}
-	if rq.CookieEquals(classPick, cookie) {
-		return classPick
-	}
-	cookiePick := ri.SchedCoreFind(c, cookie)
-	if cookiePick == nil {
-		cookiePick = ri.Idle
-	}
-	// class_pick beats max and the cookie pick: it is the core's highest
-	// priority so far and must be selected.
-	if rq.PrioLessV3(c, cookiePick, ri, classPick, ri) && (max == nil || rq.PrioLessV3(c, max, rqMax, classPick, ri)) {
-		return classPick
-	}
-	return cookiePick
 }
 
 // coreSwapPick is sched_core_swap_pick(): the execution context found by

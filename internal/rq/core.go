@@ -345,11 +345,38 @@ func (r *RQ) TaskVruntimeUpdate(c *percpu.Ctx, p *task.Task, inFI bool) {
 // takes a queued DL task first (the model's loop has two passes; DL is
 // the class above RT).
 func (r *RQ) PickClass(c *percpu.Ctx, rt bool) *task.Task {
-	r.AssertHeld(c)
-	if rt && len(r.dl) > 0 {
-		return r.pickNextDLEntity()
-	}
 	if !rt {
+		return r.PickTaskOf(c, ClassFair)
+	}
+	if p := r.PickTaskOf(c, ClassDL); p != nil {
+		return p
+	}
+	return r.PickTaskOf(c, ClassRT)
+}
+
+// SchedClass names a scheduling class of the per-class core-wide picks,
+// in for_each_class order (the idle class is the callers' fill-in).
+type SchedClass uint8
+
+// The classes with tasks to pick, highest first.
+const (
+	ClassDL SchedClass = iota
+	ClassRT
+	ClassFair
+)
+
+// PickTaskOf is class->pick_task(rq) of one class: the best queued task
+// of that class, or nil (pick_task_dl, pick_task_rt, pick_task_fair; the
+// fair pick may dequeue delayed entities on its way).
+func (r *RQ) PickTaskOf(c *percpu.Ctx, cls SchedClass) *task.Task {
+	r.AssertHeld(c)
+	switch cls {
+	case ClassDL:
+		if len(r.dl) == 0 {
+			return nil
+		}
+		return r.pickNextDLEntity()
+	case ClassFair:
 		return r.pickTaskFair(c)
 	}
 	if len(r.rt) == 0 {

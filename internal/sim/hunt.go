@@ -43,7 +43,7 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 		}
 		o.CPUs = min(o.CPUs, 16)
 	}
-	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreDLTie, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreTreeStaleKey} {
+	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreDLTie, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreRTForceidle, bugs.CoreTreeStaleKey} {
 		if o.Bugs.Has(b) && o.CoreSched == "" {
 			o.CoreSched = "on" // these live in core scheduling's code
 		}
