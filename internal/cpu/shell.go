@@ -61,6 +61,10 @@ type CPU struct {
 	timerLock spinlock.Lock
 	timers    []timer
 	timerID   uint64
+	// timerRunning is the id of the timer whose callback fireTimers is
+	// running (hrtimer_cpu_base->running), 0 if none. Protected by
+	// timerLock.
+	timerRunning uint64
 
 	// Owned by this CPU's goroutine.
 	nextTick     int64

@@ -52,17 +52,31 @@ func sortTimers(ts []timer) {
 	}
 }
 
-// cancelTimer removes timer id from CPU owner's list, from CPU c.
+// cancelTimer is hrtimer_cancel(): remove timer id from CPU owner's list,
+// from CPU c, or, if its callback is running on owner (fireTimers popped
+// it and has not finished), wait for the callback to end
+// (hrtimer_cancel_wait_running). A sleeper that a signal woke cancels its
+// hrtimer_sleeper this way before it returns from the sleep, so it
+// cannot exit, and drop its last reference, while hrtimer_wakeup is
+// still about to wake it.
 func (m *Machine) cancelTimer(c *percpu.Ctx, owner int, id uint64) {
 	t := m.cpus[owner]
-	t.timerLock.Lock(c.CPU)
-	for i, tm := range t.timers {
-		if tm.id == id {
-			t.timers = append(t.timers[:i], t.timers[i+1:]...)
-			break
+	for {
+		t.timerLock.Lock(c.CPU)
+		for i, tm := range t.timers {
+			if tm.id == id {
+				t.timers = append(t.timers[:i], t.timers[i+1:]...)
+				t.timerLock.Unlock(c.CPU)
+				return
+			}
 		}
+		running := t.timerRunning == id
+		t.timerLock.Unlock(c.CPU)
+		if !running {
+			return
+		}
+		c.Relax()
 	}
-	t.timerLock.Unlock(c.CPU)
 }
 
 func (cp *CPU) nextTimer() int64 {
@@ -90,11 +104,15 @@ func (cp *CPU) fireTimers() {
 		}
 		tm := cp.timers[0]
 		cp.timers = cp.timers[1:]
+		cp.timerRunning = tm.id // cpu_base->running: hrtimer_cancel waits for it
 		cp.timerLock.Unlock(c.CPU)
 		if tm.kind == timerDL {
 			cp.m.dlTaskTimer(c, tm.p, tm.id)
-			continue
+		} else {
+			cp.m.tryToWakeUp(c, tm.p, task.WakeInterruptible)
 		}
-		cp.m.tryToWakeUp(c, tm.p, task.WakeInterruptible)
+		cp.timerLock.Lock(c.CPU)
+		cp.timerRunning = 0
+		cp.timerLock.Unlock(c.CPU)
 	}
 }
