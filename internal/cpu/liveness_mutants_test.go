@@ -96,6 +96,10 @@ func TestMutantChildLivelock(t *testing.T) {
 	// Without optimistic spinning: spinners that take the lock instead of
 	// queueing break up the wake-and-re-pick cycles this detector is
 	// tested on (with spinning the mutant is caught as a lost hand-off).
-	vs := liveMutantRun(t, "late-blocked-on", true, live, func(c *Config) { c.NoOptimisticSpin = true })
+	// The cycles depend on the schedule: since the barrier and timer
+	// fixes of 1 Dec 2026 seed 3 misses them (as do 4 and 6), seeds 1, 2
+	// and 7 meet a blocked_on cycle (invariant 32) first, seed 5 the
+	// livelock.
+	vs := liveMutantRun(t, "late-blocked-on", true, live, func(c *Config) { c.NoOptimisticSpin = true; c.Seed = 5 })
 	wantFirst(t, vs, check.InvLivelock)
 }
