@@ -139,6 +139,7 @@ func (cp *CPU) findBusiest(span []int, min int) *rq.RQ {
 // Returns true if it pulled or something arrived meanwhile.
 func (cp *CPU) newidleBalance() bool {
 	c, r := cp.c, cp.rq
+	c.Inc(stats.NewidleBalances)
 	if !cp.m.cpuActive(cp.id) {
 		return false // no sched domain while going down
 	}
@@ -163,6 +164,7 @@ func (cp *CPU) newidleBalance() bool {
 			continue
 		}
 		c.Now += cp.m.cfg.NewidleCost
+		c.Inc(stats.NewidleDomains)
 		busiest := cp.findBusiest(span, 2)
 		if busiest == nil {
 			continue
@@ -173,6 +175,8 @@ func (cp *CPU) newidleBalance() bool {
 		if t == nil {
 			// The busiest runqueue changed while our lock was dropped.
 			c.Inc(stats.LockJugglingRetries)
+		} else {
+			c.Inc(stats.NewidlePulls)
 		}
 		rq.DoubleUnlockBalance(c, r, busiest) // a sibling sharing the core lock: keep it
 		if t != nil || r.NrRunning() > 0 {

@@ -174,6 +174,9 @@ var counterHelp = map[string]string{
 	"fpt_delayed_owners":         "find_proxy_task walks that met a lock owner that is sched_delayed (treated as a sleeping owner).",
 	"eevdf_picks_protected":      "Fair picks (pick_eevdf) that kept the running entity for its protected slice (RUN_TO_PARITY).",
 	"eevdf_picks_searched":       "Fair picks (pick_eevdf) whose earliest-deadline entity was not eligible (the heap search).",
+	"newidle_balances":           "Newidle balance calls (sched_balance_newidle): a CPU about to go idle looked for work.",
+	"newidle_domains":            "Sched domains balanced by newidle balance (sched_balance_rq with CPU_NEWLY_IDLE).",
+	"newidle_pulls":              "Tasks pulled by newidle balance.",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

@@ -120,6 +120,9 @@ const (
 	FPTDelayedOwners       // find_proxy_task met an owner that is sched_delayed (treated as sleeping)
 	EEVDFPicksProtected    // fair picks that kept curr for its protected slice (RUN_TO_PARITY)
 	EEVDFPicksSearched     // fair picks whose earliest deadline was not eligible (pick_eevdf's heap search)
+	NewidleBalances        // sched_balance_newidle calls (a CPU about to go idle looked for work)
+	NewidleDomains         // ... domains it balanced (sched_balance_rq with CPU_NEWLY_IDLE)
+	NewidlePulls           // ... tasks it pulled
 	NumCounters
 )
 
@@ -149,6 +152,7 @@ var CounterNames = [NumCounters]string{
 	"dl_throttles", "dl_replenishments", "dl_pushes", "dl_pulls", "dl_donor_picks", "dl_admission_rejections", "dl_affinity_refused",
 	"delayed_dequeues", "delayed_requeues", "delayed_blocks", "fpt_delayed_owners",
 	"eevdf_picks_protected", "eevdf_picks_searched",
+	"newidle_balances", "newidle_domains", "newidle_pulls",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
