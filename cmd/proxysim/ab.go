@@ -55,26 +55,27 @@ type abFlags struct {
 	workload string
 	cases    string
 	configs  string
-	// newidleCost is --newidle-cost, for every run.
-	newidleCost time.Duration
-	seeds       int
-	seed        uint64
-	cpus        int
-	topology    string
-	simTime     time.Duration
-	strategy    string
-	metric      string
-	stat        string
-	format      string
-	out         string
-	plot        string
-	jobs        int
-	quiet       bool
-	calibrate   bool
-	auditEvery  int
-	noSpin      bool
-	cost        ab.Cost
-	set         map[string]bool
+	// newidleCost, newidleCPUCost and newidleTaskCost are the newidle
+	// cost flags, for every run.
+	newidleCost, newidleCPUCost, newidleTaskCost time.Duration
+	seeds                                        int
+	seed                                         uint64
+	cpus                                         int
+	topology                                     string
+	simTime                                      time.Duration
+	strategy                                     string
+	metric                                       string
+	stat                                         string
+	format                                       string
+	out                                          string
+	plot                                         string
+	jobs                                         int
+	quiet                                        bool
+	calibrate                                    bool
+	auditEvery                                   int
+	noSpin                                       bool
+	cost                                         ab.Cost
+	set                                          map[string]bool
 }
 
 // abConfig is one column of the table: a proxy-execution level and bugs.
@@ -186,7 +187,10 @@ func cmdAB(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&f.workload, "workload", "hackbench", "benchmark and parameters but the case's: hackbench, tbench, netperf, schbench (e.g. hackbench:loops=20)")
 	fs.StringVar(&f.cases, "cases", "", "comma-separated values of the benchmark's case parameter (groups, clients, workers); default 1,2,4,8,16 (tbench, netperf: up to 64)")
 	fs.StringVar(&f.configs, "configs", "off;single-rq;full", "';'-separated configs, the first the baseline: LEVEL[+BUG...][+FEATURE...][+hooks=v2|v3|v4][+bail=NAME,...] with LEVEL off|single-rq|full, FEATURE a sched feature (SHARED_RUNQ, NO_SHARED_RUNQ), hooks and bail the shared_runq knobs")
-	fs.DurationVar(&f.newidleCost, "newidle-cost", 0, "virtual time one newidle balance attempt (a domain, or a shared_runq pull) costs, in every run (0: free)")
+	simDef := sim.Defaults()
+	fs.DurationVar(&f.newidleCost, "newidle-cost", simDef.NewidleCost, "virtual time newidle balancing costs per domain balanced and per shared_runq lock taken, in every run (see proxysim run --help)")
+	fs.DurationVar(&f.newidleCPUCost, "newidle-cpu-cost", simDef.NewidleCPUCost, "virtual time newidle balancing costs per CPU of a domain's span it reads, in every run")
+	fs.DurationVar(&f.newidleTaskCost, "newidle-task-cost", simDef.NewidleTaskCost, "virtual time newidle balancing costs per task it examines for a pull, in every run")
 	fs.IntVar(&f.seeds, "seeds", 5, "seeds per case and config (1-1000)")
 	fs.Uint64Var(&f.seed, "seed", 1, "first seed")
 	fs.IntVar(&f.cpus, "cpus", 32, "simulated CPUs (1-1024)")
@@ -313,6 +317,9 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 	if err != nil {
 		return fail("--configs: %v", err)
 	}
+	if err := sim.CheckNewidleCosts(f.newidleCost, f.newidleCPUCost, f.newidleTaskCost); err != nil {
+		return fail("%v", err)
+	}
 	if f.seeds < 1 || f.seeds > 1000 {
 		return fail("--seeds %d out of range 1-1000", f.seeds)
 	}
@@ -398,7 +405,7 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 	}
 	spec = ab.Spec{Workload: f.workload, Bench: name, Primary: primary, CPUs: f.cpus, Topology: f.topology, SimTimeNs: int64(f.simTime),
 		Strategy: f.strategy, Cases: cases, Configs: names, Seeds: f.seeds, FirstSeed: f.seed, NoOptimisticSpin: f.noSpin,
-		NewidleCostNs: int64(f.newidleCost)}
+		NewidleCostNs: int64(f.newidleCost), NewidleCPUCostNs: int64(f.newidleCPUCost), NewidleTaskCostNs: int64(f.newidleTaskCost)}
 	return spec, cfgs, m, stat, nil
 }
 
@@ -490,6 +497,8 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 			o.Bugs = c.bugs
 			o.NoOptimisticSpin = spec.NoOptimisticSpin
 			o.NewidleCost = time.Duration(spec.NewidleCostNs)
+			o.NewidleCPUCost = time.Duration(spec.NewidleCPUCostNs)
+			o.NewidleTaskCost = time.Duration(spec.NewidleTaskCostNs)
 			for _, n := range c.feats {
 				_ = setSchedFeature(&o, n) // checked by parseABConfigs
 			}

@@ -315,7 +315,9 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.IntVar(&mf.o.SRQShardSize, "shared-runq-shard-size", cpu.DefaultSRQShardSize, "SHARED_RUNQ: CPUs per shard of an LLC's shared runqueue (SHARED_RUNQ_SHARD_SZ, v3: 6)")
 	fs.Var(srqHooksFlag{&mf.o.SRQHooks}, "shared-runq-hooks", "SHARED_RUNQ hook placement: v2 (push on wakeup, remove when picked), v3 (__enqueue_entity / __dequeue_entity, pull first in newidle), v4 (v3's plus v4's rechecks, rd->overload and ttwu_pending tests, <= LLC domains skipped)")
 	fs.Var(srqBailoutsFlag{&mf.o.SRQBailouts}, "shared-runq-bailouts", "SHARED_RUNQ bailouts of Prateek's diff, comma-separated: overload, avg-idle, shard-overload, ttwu-pending, discard-head, charge-cost, skip-llc (or none, all)")
-	fs.DurationVar(&mf.o.NewidleCost, "newidle-cost", 0, "virtual time one newidle balance attempt (a domain, or a shared_runq pull) costs the idle CPU (0: free)")
+	fs.DurationVar(&mf.o.NewidleCost, "newidle-cost", def.NewidleCost, "virtual time newidle balancing costs the CPU per domain balanced (sched_balance_rq) and per shared_runq lock taken; with --newidle-cpu-cost and --newidle-task-cost (all 0: free)")
+	fs.DurationVar(&mf.o.NewidleCPUCost, "newidle-cpu-cost", def.NewidleCPUCost, "virtual time newidle balancing costs per CPU of a domain's span whose runqueue it reads (find_busiest_group)")
+	fs.DurationVar(&mf.o.NewidleTaskCost, "newidle-task-cost", def.NewidleTaskCost, "virtual time newidle balancing costs per task it examines for a pull (detach_tasks' can_migrate_task)")
 	fs.Var(offOn{&mf.o.NoOptimisticSpin}, "optimistic-spin", "mutex optimistic spinning on|off (mutex_optimistic_spin: spin while the owner runs; off: CONFIG_MUTEX_SPIN_ON_OWNER=n)")
 	fs.Var(listFlag{&mf.bugNames}, "bug", "switch a catalogued bug back on (repeatable; see 'proxysim bugs')")
 	fs.DurationVar(&mf.o.Tick, "tick", def.Tick, "virtual scheduler tick")
@@ -410,8 +412,8 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	if mf.o.SRQShardSize < 1 || mf.o.SRQShardSize > task.MaxCPUs {
 		return usagef("--shared-runq-shard-size %d out of range 1-%d", mf.o.SRQShardSize, task.MaxCPUs)
 	}
-	if mf.o.NewidleCost < 0 || mf.o.NewidleCost > time.Millisecond {
-		return usagef("--newidle-cost %v out of range 0-1ms", mf.o.NewidleCost)
+	if err := sim.CheckNewidleCosts(mf.o.NewidleCost, mf.o.NewidleCPUCost, mf.o.NewidleTaskCost); err != nil {
+		return usagef("%v", err)
 	}
 	if mf.o.Bugs.Has(bugs.SRQPullsDonor) && mf.o.SharedRunq == "" {
 		mf.o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull

@@ -31,9 +31,12 @@ type Spec struct {
 	// (--optimistic-spin off); with it on, waiters that can spin rarely
 	// block, and proxy execution has little to do.
 	NoOptimisticSpin bool `json:"no_optimistic_spin,omitempty"`
-	// NewidleCostNs is --newidle-cost: the virtual time each newidle
-	// balance attempt cost in every run.
-	NewidleCostNs int64 `json:"newidle_cost_ns,omitempty"`
+	// NewidleCostNs, NewidleCPUCostNs and NewidleTaskCostNs are the
+	// newidle cost flags of every run (per domain balanced, per CPU read,
+	// per task examined).
+	NewidleCostNs     int64 `json:"newidle_cost_ns,omitempty"`
+	NewidleCPUCostNs  int64 `json:"newidle_cpu_cost_ns,omitempty"`
+	NewidleTaskCostNs int64 `json:"newidle_task_cost_ns,omitempty"`
 }
 
 // Same says whether a result computed under o is valid under s (the
@@ -41,7 +44,7 @@ type Spec struct {
 func (s Spec) Same(o Spec) bool {
 	return s.Workload == o.Workload && s.CPUs == o.CPUs && s.Topology == o.Topology &&
 		s.SimTimeNs == o.SimTimeNs && s.Strategy == o.Strategy && s.NoOptimisticSpin == o.NoOptimisticSpin &&
-		s.NewidleCostNs == o.NewidleCostNs
+		s.NewidleCostNs == o.NewidleCostNs && s.NewidleCPUCostNs == o.NewidleCPUCostNs && s.NewidleTaskCostNs == o.NewidleTaskCostNs
 }
 
 // Job is one run of the matrix.

@@ -140,8 +140,8 @@ func (t *Table) WriteText(w io.Writer) error {
 	if s.NoOptimisticSpin {
 		spin = ", no optimistic spinning"
 	}
-	if s.NewidleCostNs > 0 {
-		spin += ", newidle attempt " + fmtDur(s.NewidleCostNs)
+	if s.NewidleCostNs > 0 || s.NewidleCPUCostNs > 0 || s.NewidleTaskCostNs > 0 {
+		spin += fmt.Sprintf(", newidle cost %s a domain + %s a CPU + %s a task", fmtDur(s.NewidleCostNs), fmtDur(s.NewidleCPUCostNs), fmtDur(s.NewidleTaskCostNs))
 	}
 	fmt.Fprintf(w, "Test : %s (proxysim %s, %d CPUs %s, %d seeds from %d, virtual %s, strategy %s%s)\n", s.Bench, s.Workload, s.CPUs, s.Topology, s.Seeds, s.FirstSeed, fmtDur(s.SimTimeNs), s.Strategy, spin)
 	fmt.Fprintf(w, "Units : %s\n", t.Metric.Units)

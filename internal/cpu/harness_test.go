@@ -212,6 +212,8 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 		return b.String()
 	case "state":
 		return h.state()
+	case "newidle":
+		return h.newidle(t, d)
 	case "shards":
 		return h.shards()
 	case "coretree":
@@ -239,8 +241,25 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 	cfg.Seed = 1
 	cfg.AuditEvery = 0
 	cfg.Hooks = func(int) spinlock.Hooks { return harnessHooks{h} }
+	// Newidle balancing is free unless a script prices it
+	// (newidle-cost=DOMAIN,CPU,TASK): the protocol scripts pin
+	// interleavings, and their timestamps stay those of the events.
+	cfg.NewidleCost, cfg.NewidleCPUCost, cfg.NewidleTaskCost = 0, 0, 0
 	for _, a := range d.CmdArgs {
 		switch a.Key {
+		case "newidle-cost":
+			if len(a.Vals) != 3 {
+				t.Fatalf("%s: newidle-cost=DOMAIN,CPU,TASK", d.Pos)
+			}
+			var v [3]int64
+			for i, s := range a.Vals {
+				dur, err := time.ParseDuration(s)
+				if err != nil {
+					t.Fatalf("%s: newidle-cost: %v", d.Pos, err)
+				}
+				v[i] = int64(dur)
+			}
+			cfg.NewidleCost, cfg.NewidleCPUCost, cfg.NewidleTaskCost = v[0], v[1], v[2]
 		case "proxy":
 			cfg.Proxy = a.Vals[0] == "on"
 		case "sleeping-owners":
@@ -680,6 +699,27 @@ func lockdepFrames(msg string) string {
 }
 
 // state dumps every CPU and every task.
+// newidle [cpu=N]: the newidle balance state of cpu N (default 0): its
+// runqueue's avg_idle, idle_stamp and max_idle_balance_cost, the root
+// domain's overloaded flag, each balance span's max_newidle_lb_cost, and
+// its newidle counters.
+func (h *harness) newidle(t *testing.T, d *datadriven.TestData) string {
+	cp := h.m.cpus[h.intArg(t, d, "cpu", 0)]
+	r := cp.rq
+	var b strings.Builder
+	fmt.Fprintf(&b, "cpu%d: avg_idle=%v idle_stamp=%v max_idle_balance_cost=%v rd_overloaded=%v\n", cp.id,
+		time.Duration(r.AvgIdle), time.Duration(r.IdleStamp), time.Duration(r.MaxIdleBalanceCost.Load()), h.m.rdOverloaded.Load())
+	for i, span := range h.m.spans(cp.id) {
+		fmt.Fprintf(&b, "  domain%d (%d CPUs): max_newidle_lb_cost=%v\n", i, len(span), time.Duration(cp.sd[i].maxCost))
+	}
+	st := cp.c.Stats
+	fmt.Fprintf(&b, "  balances=%d domains=%d pulls=%d cut: ttwu_pending=%d overload=%d avg_idle=%d domain=%d; cost %v\n",
+		st.C[stats.NewidleBalances].Load(), st.C[stats.NewidleDomains].Load(), st.C[stats.NewidlePulls].Load(),
+		st.C[stats.NewidleCutTTWUPending].Load(), st.C[stats.NewidleCutOverload].Load(), st.C[stats.NewidleCutAvgIdle].Load(),
+		st.C[stats.NewidleCutDomain].Load(), time.Duration(st.C[stats.NewidleCostNs].Load()))
+	return b.String()
+}
+
 func (h *harness) state() string {
 	var b strings.Builder
 	m := h.m

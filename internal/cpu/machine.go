@@ -93,10 +93,19 @@ type Config struct {
 	// SRQ configures SHARED_RUNQ (nil: the machine has no shared
 	// runqueue at all, as without the series).
 	SRQ *SRQOptions
-	// NewidleCost is the virtual time one newidle balance attempt costs
-	// the idle CPU (a domain's find_busiest_queue and pull, or a
-	// shared_runq pull); 0: free, as the model always had it.
-	NewidleCost int64
+	// NewidleCost, NewidleCPUCost and NewidleTaskCost are the virtual
+	// time newidle balancing costs the CPU running it, as the kernel's
+	// sched_balance_newidle measures it with sched_clock_cpu: a fixed
+	// cost per domain balanced (sched_balance_rq: should_we_balance, the
+	// imbalance, the busiest runqueue's lock) and per shared_runq lock
+	// taken, plus NewidleCPUCost per CPU of the span whose runqueue
+	// statistics find_busiest_group reads, plus NewidleTaskCost per task
+	// detach_tasks examines (can_migrate_task). The model's figures
+	// (DefaultConfig), not measurements; all 0: free, as the model had it
+	// before it modelled newidle's cut-offs.
+	NewidleCost     int64
+	NewidleCPUCost  int64
+	NewidleTaskCost int64
 	// DomainRebuildEvery is the virtual time between sched domain rebuilds
 	// (stress --domain-rebuild-interval; 0: only the one at boot). One
 	// machine-wide rebuild per period, by the first CPU whose tick passes it.
@@ -125,6 +134,7 @@ func DefaultConfig() Config {
 		RingSize: 2048, Balance: 4_000_000, AuditEvery: 50, ProgressBound: 2_000_000_000, WakingBound: 200_000_000,
 		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100, SpinCost: 500,
 		Live: audit.DefaultLiveConfig(), CoreStallFix: true, SchedFeatures: rq.DefaultFeatures(), CoreStarveBound: 100_000_000,
+		NewidleCost: DefaultNewidleCost, NewidleCPUCost: DefaultNewidleCPUCost, NewidleTaskCost: DefaultNewidleTaskCost,
 	}
 }
 
@@ -157,7 +167,9 @@ type Machine struct {
 	rto     atomic.Int32         // runqueues with two or more RT tasks
 	rtoMask rq.OverloadMask      // which runqueues those are (rto_mask)
 	dlo     atomic.Int32         // runqueues with two or more DL tasks (dlo_count)
-	dlb     *rq.DLBandwidth      // the root domain's dl_bw (admission control)
+	// rdOverloaded is the root domain's overloaded flag (rq.RQ.RDOverloaded).
+	rdOverloaded atomic.Bool
+	dlb          *rq.DLBandwidth // the root domain's dl_bw (admission control)
 	// CPU hotplug: hotplug is read-only after New; active and online are
 	// cpu_active_mask and cpu_online_mask (atomic bits, read locklessly);
 	// hpRand and hpNext belong to the barrier (the injector).
@@ -273,6 +285,9 @@ func New(cfg Config) (*Machine, error) {
 		r.RTOMask = m.rtoMask
 		r.Feat = cfg.SchedFeatures
 		r.DLO = &m.dlo
+		r.RDOverloaded = &m.rdOverloaded
+		r.AvgIdle = 2 * migrationCost // sched_init
+		r.MaxIdleBalanceCost.Store(migrationCost)
 		r.StartDLTimer = m.startDLTimer
 		st := &stats.CPU{}
 		lc := spinlock.NewCPU(i)
@@ -306,6 +321,9 @@ func New(cfg Config) (*Machine, error) {
 		m.cond.SetClocks(clocks)
 	}
 	m.buildSpans()
+	for i, cp := range m.cpus {
+		cp.sd = make([]sdNewidle, len(m.spans(i)))
+	}
 	m.nextRebuild.Store(cfg.DomainRebuildEvery)
 	m.hotplug = cfg.Hotplug || cfg.HotplugEvery > 0
 	m.active = make([]atomic.Bool, cfg.CPUs)

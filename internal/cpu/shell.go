@@ -67,6 +67,13 @@ type CPU struct {
 	timerRunning uint64
 
 	// Owned by this CPU's goroutine.
+	//
+	// sd[i] is the newidle cost state of this CPU's i-th balance span
+	// (its sched_domain at that level), read and written by this CPU
+	// only: newidle and its balance softirq. (The kernel's nohz idle
+	// balancer also decays an idle CPU's costs from another CPU; the
+	// model's kicked CPU balances for itself.)
+	sd           []sdNewidle
 	nextTick     int64
 	lastBalance  int64
 	shuffleTicks int64

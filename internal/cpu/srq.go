@@ -68,7 +68,6 @@ func (m *Machine) enableSRQ(o SRQOptions) {
 	st.llcDepth = make([]int, len(m.rqs))
 	for cpu, r := range m.rqs {
 		r.SRQCfg = &st.cfg
-		r.AvgIdle = 2 * migrationCost // rq->avg_idle starts at 2 * sysctl_sched_migration_cost
 		for _, d := range m.topo.Domains(cpu) {
 			if d.Level <= topology.LevelLLC {
 				st.llcDepth[cpu]++
@@ -96,10 +95,6 @@ func (m *Machine) enableSRQ(o SRQOptions) {
 		}
 	}
 }
-
-// migrationCost is sysctl_sched_migration_cost (500 us): avg_idle is
-// capped at twice it (max_idle_balance_cost's initial value).
-const migrationCost = 500_000
 
 // buildSRQs makes a new shared runqueue per LLC: num_shards =
 // ceil(llc_size / SHARD_SZ).
@@ -134,31 +129,33 @@ func (m *Machine) homeShard(qs []*rq.SharedRunq, cpu int) (*rq.SharedRunq, *rq.S
 	return q, q.Shards[(cpu>>1)%len(q.Shards)]
 }
 
-// srqNewidle is the SHARED_RUNQ part of newidle balance, before the
-// domain walk. done: newidle is over and pulled is its result.
+// srqNewidle is the SHARED_RUNQ part of newidle balance, after
+// idle_stamp is set and before newidle's own rd->overloaded and avg_idle
+// tests (v2/v3 pull first; v4 pulls after the rd->overloaded test, which
+// it makes itself here). done: newidle is over and pulled is its result.
 func (cp *CPU) srqNewidle() (done, pulled bool) {
 	c, r, st := cp.c, cp.rq, cp.m.srq
 	cfg := &st.cfg
-	r.IdleStamp = c.Now
-	cp.decayNewidleCost()
 	if !cfg.Enabled.Load() {
 		return false, false
 	}
-	if (cfg.Hooks == rq.SRQHooksV4 || cfg.Bailouts&rq.BailOverload != 0) && !cfg.Overload.Load() {
+	if (cfg.Hooks == rq.SRQHooksV4 || cfg.Bailouts&rq.BailOverload != 0) && !cp.m.rdOverloaded.Load() {
 		// v4 pulls after newidle_balance's rd->overload test ("goto
 		// out"); bailout (a) adds it to v2/v3.
 		c.Inc(stats.SRQBailOverload)
 		return true, false
 	}
-	if cfg.Bailouts&rq.BailAvgIdle != 0 && r.AvgIdle < r.MaxNewidleLBCost {
-		// (b): Prateek's idle_check, the early avg_idle exit.
+	if cfg.Bailouts&rq.BailAvgIdle != 0 && r.AvgIdle < cp.sd[0].maxCost {
+		// (b): Prateek's idle_check, the early avg_idle exit (this_rq->sd:
+		// the smallest domain's cost, as newidle's own test).
 		c.Inc(stats.SRQBailAvgIdle)
 		return true, false
 	}
 	t0 := c.Now
 	ret := cp.srqPull()
 	if cfg.Bailouts&rq.BailChargeCost != 0 {
-		cp.updateNewidleCost(c.Now - t0)
+		// (f): the pull's cost counts as the smallest domain's.
+		cp.updateNewidleCost(&cp.sd[0], c.Now-t0)
 		c.Inc(stats.SRQCostCharged)
 	}
 	if ret != 0 {
@@ -301,41 +298,6 @@ func (cp *CPU) srqPull() int {
 		ret = -1
 	}
 	return ret
-}
-
-// newidle cost bookkeeping (update_newidle_cost): the max of recent
-// passes, decayed by 253/256 once a second.
-func (cp *CPU) updateNewidleCost(cost int64) {
-	r := cp.rq
-	if cost > r.MaxNewidleLBCost {
-		r.MaxNewidleLBCost = cost
-		r.LBCostDecay = cp.c.Now + 1_000_000_000
-	}
-}
-
-func (cp *CPU) decayNewidleCost() {
-	r := cp.rq
-	if cp.c.Now > r.LBCostDecay {
-		r.MaxNewidleLBCost = r.MaxNewidleLBCost * 253 / 256
-		r.LBCostDecay = cp.c.Now + 1_000_000_000
-	}
-}
-
-// srqWakeIdle is ttwu_do_activate's avg_idle update: the rq has been
-// idle since IdleStamp (update_avg, capped at 2 * max_idle_balance_cost).
-// The rq lock is held; now is the waker's clock (a remote waker does not
-// advance the rq clock here).
-func srqWakeIdle(r *rq.RQ, now int64) {
-	if r.IdleStamp == 0 {
-		return
-	}
-	if d := now - r.IdleStamp; d > 0 {
-		r.AvgIdle += (d - r.AvgIdle) / 8
-		if r.AvgIdle > 2*migrationCost {
-			r.AvgIdle = 2 * migrationCost
-		}
-	}
-	r.IdleStamp = 0
 }
 
 // srqTick runs the stress injector: every ToggleEvery of busy time, a

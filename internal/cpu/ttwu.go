@@ -263,9 +263,7 @@ func (m *Machine) ttwuQueue(c *percpu.Ctx, p *task.Task, cpu int) bool {
 // ttwuDoActivate is ttwu_do_activate(): enqueue, preempt check, RUNNING.
 func (m *Machine) ttwuDoActivate(c *percpu.Ctx, r *rq.RQ, p *task.Task) {
 	r.UpdateClock(c)
-	if m.srq != nil {
-		srqWakeIdle(r, c.Now)
-	}
+	updateAvgIdle(r, c.Now)
 	if p.ContributesToLoad {
 		r.NrUninterruptible--
 	}

@@ -54,6 +54,7 @@ var counterNameOverride = map[string]string{
 var counterSeconds = map[string]string{
 	"core_forceidle_ns":         "core_forceidle_seconds",
 	"core_forceidle_charged_ns": "core_forceidle_charged_seconds",
+	"newidle_cost_ns":           "newidle_cost_seconds",
 }
 
 // counterSkip lists stats counters exported some other way.
@@ -177,6 +178,11 @@ var counterHelp = map[string]string{
 	"newidle_balances":           "Newidle balance calls (sched_balance_newidle): a CPU about to go idle looked for work.",
 	"newidle_domains":            "Sched domains balanced by newidle balance (sched_balance_rq with CPU_NEWLY_IDLE).",
 	"newidle_pulls":              "Tasks pulled by newidle balance.",
+	"newidle_cut_ttwu_pending":   "Newidle balances given up at once because a wake-up was queued for the CPU (ttwu_pending).",
+	"newidle_cut_overload":       "Newidle balances given up at once because no runqueue had a task waiting (rd->overloaded clear).",
+	"newidle_cut_avg_idle":       "Newidle balances given up at once because the CPU's average idle period was shorter than its smallest domain's max_newidle_lb_cost.",
+	"newidle_cut_domain":         "Newidle domain walks stopped before a larger domain: avg_idle below the walk's cost so far plus that domain's max_newidle_lb_cost.",
+	"newidle_cost_ns":            "Virtual seconds spent by newidle balancing in its domain walks (charged to nobody).",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter
@@ -188,6 +194,13 @@ func CounterHelp(k stats.Counter) string {
 		return h
 	}
 	return "Simulator counter " + n + ", summed over CPUs."
+}
+
+// CounterInSeconds says whether stats counter k (nanoseconds) is exported
+// in seconds.
+func CounterInSeconds(k stats.Counter) bool {
+	_, ok := counterSeconds[stats.CounterNames[k]]
+	return ok
 }
 
 // CounterMetricName returns the metric name of stats counter k, or "" if

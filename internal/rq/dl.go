@@ -85,7 +85,9 @@ func (r *RQ) enqueueDLEntity(p *task.Task) {
 	p.SE.QueueSeq = r.seq
 	p.SE.DL.OnDLRQ = true
 	r.dl = append(r.dl, p)
-	r.nrRunning.Add(1)
+	if r.nrRunning.Add(1) == 2 {
+		r.setRDOverloaded() // add_nr_running
+	}
 	if r.nrDL.Add(1) == 2 && r.DLO != nil {
 		r.DLO.Add(1)
 	}

@@ -141,14 +141,29 @@ type RQ struct {
 	// under this rq lock by a domain rebuild, read under it.
 	srq   *SharedRunq
 	shard *Shard
-	// IdleStamp, AvgIdle and MaxNewidleLBCost are rq->idle_stamp,
-	// rq->avg_idle and (one per runqueue here, per domain in the
-	// kernel) sd->max_newidle_lb_cost, with LBCostDecay the time of its
-	// last decay. Kept only with SRQCfg set. Guarded by the rq lock.
-	IdleStamp        int64
-	AvgIdle          int64
-	MaxNewidleLBCost int64
-	LBCostDecay      int64
+	// IdleStamp and AvgIdle are rq->idle_stamp and rq->avg_idle:
+	// sched_balance_newidle stamps the time it starts looking for work,
+	// ttwu_do_activate folds the time until the next wake-up into the
+	// average (update_avg), and newidle gives up when the average idle
+	// period is shorter than balancing would take. Guarded by the rq lock
+	// (the kernel reads avg_idle in the domain walk with it dropped; the
+	// model's walk holds it at that test).
+	IdleStamp int64
+	AvgIdle   int64
+	// MaxIdleBalanceCost is rq->max_idle_balance_cost: the longest newidle
+	// walk, the cap of avg_idle at twice it. Written by this CPU under the
+	// rq lock (the walk) and without it (sched_balance_domains' decay,
+	// from the balance softirq), read by ttwu_do_activate under the lock:
+	// in the kernel a plain store and load with no lock in common, so a
+	// lockless pair here (docs/kernel-map.md).
+	MaxIdleBalanceCost atomic.Int64
+	// RDOverloaded is the root domain's rd->overloaded: some runqueue has
+	// more than one runnable task. Set by add_nr_running when a runqueue
+	// gets its second task, recomputed by the top domain's balancing
+	// (update_sd_lb_stats), read by newidle balance: READ_ONCE /
+	// WRITE_ONCE in the kernel. Shared; set before start (nil in unit
+	// tests of a lone runqueue).
+	RDOverloaded *atomic.Bool
 	// Feat is the fair class's sched features. Set before start.
 	Feat Features
 }
@@ -385,6 +400,14 @@ func (r *RQ) UpdateClock(c *percpu.Ctx) {
 	}
 }
 
+// setRDOverloaded is add_nr_running()'s set_rd_overloaded(rq->rd, 1):
+// the flag is tested before it is written (READ_ONCE, then WRITE_ONCE).
+func (r *RQ) setRDOverloaded() {
+	if o := r.RDOverloaded; o != nil && !o.Load() {
+		o.Store(true)
+	}
+}
+
 // Tasks returns every queued task, RT first (audits and reports).
 func (r *RQ) Tasks() []*task.Task {
 	out := make([]*task.Task, 0, len(r.dl)+len(r.rt)+len(r.fair))
@@ -446,6 +469,9 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	se.Queued = true
 	se.QueueCPU = r.CPU
 	nr := r.nrRunning.Add(1)
+	if nr == 2 {
+		r.setRDOverloaded() // add_nr_running: prev_nr < 2 && nr_running >= 2
+	}
 	r.coreEnqueueAfterClass(c, p)
 	if r.SRQCfg != nil {
 		r.srqEnqueue(c, p, flags, nr-1)

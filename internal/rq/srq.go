@@ -108,10 +108,6 @@ type SRQConfig struct {
 	// ForceDequeue is v4's __shared_runq_force_dequeue static key: on
 	// while a disable drains, so that dequeues keep unlinking.
 	ForceDequeue atomic.Bool
-	// Overload is rd->overload: set by add_nr_running when a runqueue
-	// gets a second task, recomputed by the top-level balance;
-	// READ_ONCE/WRITE_ONCE in the kernel.
-	Overload atomic.Bool
 }
 
 // SharedRunq is one LLC's struct shared_runq: its shards. Immutable once
@@ -183,11 +179,8 @@ func (r *RQ) PeekSRQ() (*SharedRunq, *Shard) { return r.srq, r.shard }
 func (r *RQ) srqEnqueue(c *percpu.Ctx, p *task.Task, flags int, nrBefore int32) {
 	cfg := r.SRQCfg
 	if nrBefore < 2 && nrBefore+1 >= 2 {
-		// add_nr_running(): set_rd_overloaded, and (3/3) the shard's
-		// overload flag, both READ_ONCE-tested first.
-		if !cfg.Overload.Load() {
-			cfg.Overload.Store(true)
-		}
+		// add_nr_running(): (3/3) the shard's overload flag next to
+		// set_rd_overloaded (Enqueue), READ_ONCE-tested first.
 		if s := r.shard; s != nil && !s.Overload.Load() {
 			s.Overload.Store(true)
 		}

@@ -56,9 +56,13 @@ type Options struct {
 	SRQShardSize      int
 	SRQBailouts       rq.SRQBailout
 	SRQToggleInterval time.Duration
-	// NewidleCost is the virtual time one newidle balance attempt costs
-	// (0: free, the model's default).
-	NewidleCost time.Duration
+	// NewidleCost, NewidleCPUCost and NewidleTaskCost are the virtual
+	// time newidle balancing costs: per domain balanced (and per
+	// shared_runq lock taken), per CPU of the span read, per task
+	// examined (cpu.Config; the model's defaults, all 0: free).
+	NewidleCost     time.Duration
+	NewidleCPUCost  time.Duration
+	NewidleTaskCost time.Duration
 	// SchedFeatures are --sched-features writes of the fair class's
 	// features (NAME or NO_NAME, in order) applied over the kernel's
 	// defaults (rq.DefaultFeatures).
@@ -128,6 +132,8 @@ func Defaults() Options {
 		CPUs: d.CPUs, Workload: "mixed", SimTime: time.Duration(d.SimTime), Proxy: true, SleepingOwners: true,
 		Tick: time.Duration(d.Tick), Epoch: time.Duration(d.Epoch), AuditEvery: d.AuditEvery, RingSize: d.RingSize,
 		HangTimeout: d.HangTimeout, WakingBound: time.Duration(d.WakingBound),
+		NewidleCost: time.Duration(d.NewidleCost), NewidleCPUCost: time.Duration(d.NewidleCPUCost),
+		NewidleTaskCost: time.Duration(d.NewidleTaskCost),
 	}
 }
 
@@ -258,6 +264,8 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 			Bailouts: o.SRQBailouts, ToggleEvery: int64(o.SRQToggleInterval)}
 	}
 	cfg.NewidleCost = int64(o.NewidleCost)
+	cfg.NewidleCPUCost = int64(o.NewidleCPUCost)
+	cfg.NewidleTaskCost = int64(o.NewidleTaskCost)
 	cfg.SchedFeatures = rq.DefaultFeatures()
 	for _, n := range o.SchedFeatures {
 		if !cfg.SchedFeatures.Set(n) {
@@ -719,3 +727,19 @@ func (r *Run) TaskName(id int32) string {
 }
 
 var _ = task.Running
+
+// CheckNewidleCosts says what is wrong with newidle cost flags, naming
+// the flag: each is 0 or more, at most 1ms per domain and 100us per CPU
+// or task (beyond that one balance would outlast the 1ms tick).
+func CheckNewidleCosts(domain, cpu, task time.Duration) error {
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+		max  time.Duration
+	}{{"newidle-cost", domain, time.Millisecond}, {"newidle-cpu-cost", cpu, 100 * time.Microsecond}, {"newidle-task-cost", task, 100 * time.Microsecond}} {
+		if f.v < 0 || f.v > f.max {
+			return fmt.Errorf("--%s %v out of range 0-%v", f.name, f.v, f.max)
+		}
+	}
+	return nil
+}

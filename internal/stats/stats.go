@@ -123,6 +123,11 @@ const (
 	NewidleBalances        // sched_balance_newidle calls (a CPU about to go idle looked for work)
 	NewidleDomains         // ... domains it balanced (sched_balance_rq with CPU_NEWLY_IDLE)
 	NewidlePulls           // ... tasks it pulled
+	NewidleCutTTWUPending  // newidle balance given up at once: a wake-up was queued for the CPU (ttwu_pending)
+	NewidleCutOverload     // ... no runqueue of the root domain had a task waiting (rd->overloaded clear)
+	NewidleCutAvgIdle      // ... the CPU's average idle period was shorter than its smallest domain's max_newidle_lb_cost
+	NewidleCutDomain       // newidle domain walks stopped before a domain: avg_idle < the walk's cost so far + that domain's max_newidle_lb_cost
+	NewidleCostNs          // virtual ns spent in newidle domain walks (their cost, charged to nobody)
 	NumCounters
 )
 
@@ -153,6 +158,7 @@ var CounterNames = [NumCounters]string{
 	"delayed_dequeues", "delayed_requeues", "delayed_blocks", "fpt_delayed_owners",
 	"eevdf_picks_protected", "eevdf_picks_searched",
 	"newidle_balances", "newidle_domains", "newidle_pulls",
+	"newidle_cut_ttwu_pending", "newidle_cut_overload", "newidle_cut_avg_idle", "newidle_cut_domain", "newidle_cost_ns",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
