@@ -119,8 +119,8 @@ func (a *auditor) queues() {
 			if runnable && !p.CPUsMask.Has(cpu) && !p.MigrationReady && p.PinnedCPU != cpu && !p.StopFailed {
 				a.fail(check.InvRunnableInMask, cpu, p, "runnable %v queued on cpu%d outside its mask %v (wake_cpu %d)", p, cpu, p.CPUsMask, p.WakeCPU)
 			}
-			if cfg := a.cfg; cfg.ProgressBound > 0 && runnable && p != r.Curr() && cfg.Horizon-p.SE.Runnable > cfg.ProgressBound {
-				a.fail(check.InvProgress, cpu, p, "runnable %v has waited %d ns on cpu%d without running (bound %d)", p, cfg.Horizon-p.SE.Runnable, cpu, cfg.ProgressBound)
+			if cfg := a.cfg; cfg.ProgressBound > 0 && runnable && p != r.Curr() && waitedFair(r, p, cfg.Horizon) > cfg.ProgressBound {
+				a.fail(check.InvProgress, cpu, p, "runnable %v has waited %d ns on cpu%d without running, not counting RT and deadline donors' time (bound %d)", p, waitedFair(r, p, cfg.Horizon), cpu, cfg.ProgressBound)
 			}
 			if p.CPU() != p.WakeCPU && !blockedPeek(p) && !p.MigrationReady && p.MigrationDisabled == 0 && !p.StopFailed {
 				a.fail(check.InvWakeCPU, cpu, p, "%v queued on cpu%d away from wake_cpu %d but not blocked", p, cpu, p.WakeCPU)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/mutex"
+	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/task"
 )
 
@@ -463,7 +464,7 @@ func (a *liveAuditor) scaledProgress() {
 			if p == r.Curr() || blockedPeek(p) {
 				continue
 			}
-			w := a.horizon - p.SE.Runnable
+			w := waitedFair(r, p, a.horizon)
 			if pr := a.prog[p]; pr != nil {
 				pr.waited = w
 			}
@@ -473,8 +474,9 @@ func (a *liveAuditor) scaledProgress() {
 		}
 	}
 	if worst != nil && worstWait > bound {
-		a.fail(check.InvProgress, worst.CPU(), worst, "runnable %v has waited %d ns on cpu%d without running: more than %d x the longest wait completed in this run (%d ns) and the floor %d. Task: %s",
-			worst, worstWait, worst.CPU(), a.cfg.ProgressFactor, a.maxWait, a.cfg.ProgressFloor, describe(worst))
+		r := a.v.RQ(worst.CPU())
+		a.fail(check.InvProgress, worst.CPU(), worst, "runnable %v has waited %d ns on cpu%d without running, not counting the %d ns the CPU spent on RT and deadline donors meanwhile: more than %d x the longest wait completed in this run (%d ns) and the floor %d. CPU's donor now %v, curr %v. Task: %s",
+			worst, worstWait, worst.CPU(), r.HiClassTime(a.horizon)-worst.SE.RunnableHi, a.cfg.ProgressFactor, a.maxWait, a.cfg.ProgressFloor, r.PeekDonor(), r.Curr(), describe(worst))
 	}
 }
 
@@ -514,4 +516,13 @@ func (a *liveAuditor) livelock() {
 		a.fail(check.InvLivelock, -1, nil, "%.2f re-picks per context switch over the last window (%d re-picks, %d switches), %.1f x the run's baseline of %.2f, for %d windows in a row: CPUs pick and find nothing to run (a lost hand-off or wake-up, or a find_proxy_task retry loop)",
 			ratio, drp, dsw, ratio/base, base, a.hot)
 	}
+}
+
+// waitedFair is how long p has waited on r to run, up to now, less the
+// time r spent on RT or deadline donors meanwhile: those outrank any
+// waiter's claim to the CPU (a fair task waits behind them for as long as
+// they run: the model has no RT throttling or fair server), so only the
+// time r ran fair tasks or idled counts against the scheduler.
+func waitedFair(r *rq.RQ, p *task.Task, now int64) int64 {
+	return now - p.SE.Runnable - (r.HiClassTime(now) - p.SE.RunnableHi)
 }

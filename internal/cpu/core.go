@@ -199,7 +199,7 @@ func (cp *CPU) switchTo(prev, next *task.Task) {
 	c.Stats.SimTime.Store(c.Now)
 	r.UpdateClock(c)
 	if prev != r.Idle {
-		prev.SE.Runnable = c.Now // waits again from now, if still queued
+		prev.SE.Runnable, prev.SE.RunnableHi = c.Now, r.HiClassTime(c.Now) // waits again from now, if still queued
 		dead := prev.State() == task.Dead && !prev.Exec.Reaped
 		if dead {
 			prev.Exec.Reaped = true

@@ -90,7 +90,14 @@ type RQ struct {
 	treeSeq     uint64     // __enqueue_entity order (deadline ties)
 	cfsCurr     *task.Task // cfs_rq->curr: the fair donor set by set_next_entity, or nil
 	execStart   int64      // rq clock when curr/donor last started being charged
-	Clock       int64      // rq clock: the owning CPU's clock at the last update
+	// hiClass is the virtual time this CPU spent with an RT or deadline
+	// task as its donor, up to hiSince, when the current one (if it is
+	// one) became the donor. Model bookkeeping for the progress
+	// invariant (a queued task that waits behind higher-class work is
+	// not starved by the scheduler's fault: the model has no RT
+	// throttling or fair server).
+	hiClass, hiSince int64
+	Clock            int64 // rq clock: the owning CPU's clock at the last update
 	// uncharged is the newidle window (rq lock; set and read only by the
 	// owning CPU): while newidle balancing costs virtual time
 	// (--newidle-cost), update_curr charges nobody (BeginUncharged).
@@ -338,11 +345,31 @@ func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 			r.setNextEntity(p)
 		}
 	}
+	if wasHi, isHi := hiClassDonor(prev), hiClassDonor(p); wasHi != isHi {
+		if wasHi {
+			r.hiClass += c.Now - r.hiSince
+		} else {
+			r.hiSince = c.Now
+		}
+	}
 	r.donor = p
 	if r.SRQCfg != nil && prev != p {
 		r.srqSwitchDonor(c, prev, p)
 	}
 	r.checkpoint(c, true)
+}
+
+func hiClassDonor(p *task.Task) bool {
+	return p != nil && !p.Idle && (p.SE.Policy.RT() || p.SE.Policy.DL())
+}
+
+// HiClassTime is the virtual time up to now this CPU spent with an RT or
+// deadline donor. The rq lock is held, or every CPU is parked.
+func (r *RQ) HiClassTime(now int64) int64 {
+	if hiClassDonor(r.donor) && now > r.hiSince {
+		return r.hiClass + now - r.hiSince
+	}
+	return r.hiClass
 }
 
 // srqSwitchDonor runs the shared_runq hooks of put_prev_entity and
@@ -556,7 +583,7 @@ func (r *RQ) ActivateTask(c *percpu.Ctx, p *task.Task, flags int) {
 	}
 	p.BlockedLock.Lock(c.CPU)
 	r.Enqueue(c, p, flags)
-	p.SE.Runnable = c.Now
+	p.SE.Runnable, p.SE.RunnableHi = c.Now, r.HiClassTime(c.Now)
 	p.SetOnRQ(task.OnRQQueued)
 	p.BlockedLock.Unlock(c.CPU)
 }

@@ -168,6 +168,11 @@ type SchedEntity struct {
 	// Runnable is the clock (of the CPU that did it) when the task last
 	// started waiting to run: enqueued, or switched out while queued.
 	Runnable int64
+	// RunnableHi is its runqueue's HiClassTime at that moment (the
+	// progress invariant does not count the time the CPU then spent on
+	// RT or deadline donors, which outrank any waiter's claim to run).
+	// Protected by the rq lock.
+	RunnableHi int64
 
 	// DL is sched_dl_entity (SCHED_DEADLINE only; see internal/rq/dl.go).
 	DL DLEntity
