@@ -96,10 +96,20 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		names = only
 	}
+	rl := newRaceLog()
+	huntOnce := func(o sim.Options, budget time.Duration) (sim.HuntResult, error) {
+		if rl == nil {
+			return sim.Hunt(o, budget)
+		}
+		rl.mark()
+		r, err := sim.HuntWatched(o, budget, rl.since)
+		rl.dump(stderr)
+		return r, err
+	}
 	var rows []sim.HuntRow
 	for _, name := range names {
 		set, _ := bugs.Parse([]string{name})
-		if b, _ := bugs.Lookup(name); b.HuntSkip() != "" && len(only) == 0 {
+		if b, _ := bugs.Lookup(name); b.HuntSkip() != "" && len(only) == 0 && !(b.RaceOnly() && rl != nil) {
 			fmt.Fprintf(stderr, "hunt: %-24s skipped: %s\n", name, b.HuntSkip())
 			continue
 		}
@@ -107,7 +117,7 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 		for seed := 1; seed <= *seeds; seed++ {
 			o := sf.o
 			o.Seed, o.Bugs = uint64(seed), set
-			r, err := sim.Hunt(o, *budget)
+			r, err := huntOnce(o, *budget)
 			if err != nil {
 				return 0, err
 			}
@@ -128,7 +138,7 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 			if len(only) > 0 && slices.Contains(names, "srq-drain-irqs-on") {
 				sim.SRQDrainSetup(&o) // and its toggle
 			}
-			r, err := sim.Hunt(o, *control)
+			r, err := huntOnce(o, *control)
 			if err != nil {
 				return 0, err
 			}

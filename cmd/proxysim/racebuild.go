@@ -55,6 +55,13 @@ func runRaceBuild(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	cmd := exec.Command(bin, append([]string{"bugs"}, withoutRace(args)...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	// The race build writes its reports to a file it follows, so that a
+	// data race counts as a hunt's detection (raceLog); halting or a
+	// changed exit status would end the hunt or hide its result.
+	prefix := filepath.Join(dir, "race")
+	cmd.Env = append(os.Environ(),
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" log_path="+prefix+" halt_on_error=0 exitcode=0"),
+		raceLogEnv+"="+prefix)
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() >= 0 {

@@ -250,7 +250,7 @@ func (b Bug) RaceOnly() bool { return raceOnly.Has(b.ID) }
 func (b Bug) HuntSkip() string {
 	switch {
 	case b.RaceOnly():
-		return "only the race detector catches it (a race build and GORACE=halt_on_error=1; docs/findings.md)"
+		return "only the race detector catches it: 'proxysim bugs --hunt --race' hunts it, counting the data race report (docs/findings.md)"
 	case b.ID == ProxyMigrateOffline:
 		return "needs a throttled DL owner alone on a CPU as it goes down: a hunt with --only (16 CPUs) catches it 3/3 at a median of 3-4 s, but its worst run took 47 s, too close to the catalogue test's 60 s; internal/cpu/testdata/finding_proxy_migrate_offline.txt pins it deterministically"
 	case b.ID == DonorAffinityExempt:

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/proxysim/proxysim/internal/bugs"
@@ -21,6 +22,18 @@ type HuntResult struct {
 // run) for at most budget of wall time and says whether, and how fast, a
 // violation was found.
 func Hunt(o Options, budget time.Duration) (HuntResult, error) {
+	return HuntWatched(o, budget, nil)
+}
+
+// InvDataRace names a hunt's detection by the race detector (a data race
+// report), which is no invariant of the model's.
+const InvDataRace = "data-race"
+
+// HuntWatched is Hunt with a second detector polled while the run goes:
+// watch reports a data race the race detector has written since the run
+// began ("" if none), and the first one stops the run and counts as its
+// detection (invariant InvDataRace) unless an invariant came first.
+func HuntWatched(o Options, budget time.Duration, watch func() string) (HuntResult, error) {
 	o.Duration = budget
 	if o.Bugs.Has(bugs.CoreschedStall) {
 		// The entry lives in v3's core-wide pick and shows with
@@ -86,16 +99,60 @@ func Hunt(o Options, budget time.Duration) (HuntResult, error) {
 	if err != nil {
 		return HuntResult{}, err
 	}
+	var race struct {
+		sync.Mutex
+		at  time.Duration
+		msg string
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	if watch != nil {
+		start := time.Now()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(2 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+				}
+				if msg := watch(); msg != "" {
+					race.Lock()
+					race.at, race.msg = time.Since(start), msg
+					race.Unlock()
+					r.Machine.Stop("data race: " + msg)
+					return
+				}
+			}
+		}()
+	}
 	s := r.Execute()
+	close(done)
+	wg.Wait()
+	if watch != nil && race.msg == "" {
+		// A report written as the run ended.
+		if msg := watch(); msg != "" {
+			race.at, race.msg = r.Machine.WallTime(), msg
+		}
+	}
 	res := HuntResult{Bug: "none", Seed: o.Seed, Elapsed: r.Machine.WallTime()}
 	if names := o.Bugs.Names(); len(names) > 0 {
 		res.Bug = names[0]
 	}
-	if s.Failed() {
+	switch {
+	case s.Failed() && (race.msg == "" || r.Machine.DetectedAfter() <= race.at):
 		res.Caught = true
 		res.Elapsed = r.Machine.DetectedAfter()
 		res.Invariant = s.Violations[0].Name
 		res.Message = s.Violations[0].Message
+	case race.msg != "":
+		res.Caught = true
+		res.Elapsed = race.at
+		res.Invariant = InvDataRace
+		res.Message = race.msg
 	}
 	return res, nil
 }
