@@ -273,3 +273,31 @@ func TestShrinkCatalogueBug(t *testing.T) {
 		t.Errorf("the shrunk scenario fails with another invariant:\n%s", b[:600])
 	}
 }
+
+// --keep-going records violations and runs on to --sim-time, then exits
+// 1 with the report; without it the same run stops at its first one.
+func TestRunKeepGoing(t *testing.T) {
+	args := []string{"run", "--workload", "../../docs/coresched/vm.json", "--cpus", "8", "--topology", "1s-1llc-4c-2t",
+		"--core-sched=v3", "--sched-features", "NO_CORESCHED_STALL_FIX", "--sim-time", "200ms", "--seed", "1",
+		"--audit-every", "0", "--json", "--quiet", "--deterministic"}
+	simTime := func(out string) (int64, int) {
+		var s struct {
+			SimTime    int64             `json:"sim_time_ns"`
+			Violations []json.RawMessage `json:"violations"`
+		}
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatalf("summary: %v\n%s", err, out)
+		}
+		return s.SimTime, len(s.Violations)
+	}
+	code, out, _ := runCLI(t, append(args, "--report", filepath.Join(t.TempDir(), "a.txt"))...)
+	stopped, n := simTime(out)
+	if code != exitViolation || n != 1 || stopped >= 200_000_000 {
+		t.Fatalf("without --keep-going: exit %d, %d violations, stopped at %d ns; want exit 1 at the first", code, n, stopped)
+	}
+	code, out, _ = runCLI(t, append(args, "--keep-going", "--report", filepath.Join(t.TempDir(), "b.txt"))...)
+	ran, n := simTime(out)
+	if code != exitViolation || n < 2 || ran < 200_000_000 {
+		t.Fatalf("--keep-going: exit %d, %d violations, ran to %d ns; want exit 1 after the whole 200 ms", code, n, ran)
+	}
+}

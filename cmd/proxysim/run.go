@@ -28,6 +28,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	var mf machineFlags
 	mf.register(fs, sim.Defaults(), "proxysim-report-SEED.txt")
 	quiet := fs.Bool("quiet", false, "no progress line (shown only when stderr is a terminal anyway)")
+	fs.BoolVar(&mf.o.KeepGoing, "keep-going", false, "record violations and run on to --sim-time (to measure a workload under a known pathology, e.g. the v3 stall); the report and exit 1 still come at the end")
 	if err := parse(fs, args, runUsage, stdout); err != nil {
 		return 0, err
 	}

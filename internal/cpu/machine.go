@@ -90,6 +90,9 @@ type Config struct {
 	// CoreStarveBound is how long (virtual ns) an untagged runnable task
 	// may wait on a forced-idle CPU (invariant 45; 0: off).
 	CoreStarveBound int64
+	// KeepGoing: a violation is recorded, and the run goes on to its
+	// virtual time (a panic still stops the CPU that had it).
+	KeepGoing bool
 	// SRQ configures SHARED_RUNQ (nil: the machine has no shared
 	// runqueue at all, as without the series).
 	SRQ *SRQOptions
@@ -247,7 +250,9 @@ func New(cfg Config) (*Machine, error) {
 	m.Rep = check.NewReporter()
 	m.Rep.OnFirst = func(v check.Violation) {
 		m.detected.Store(time.Now().UnixNano())
-		m.Stop("violation: " + v.String())
+		if !cfg.KeepGoing || v.Invariant == check.InvInternal || v.Invariant == check.InvHang {
+			m.Stop("violation: " + v.String())
+		}
 	}
 	m.rtoMask = rq.NewOverloadMask(cfg.CPUs)
 	m.Dep = spinlock.NewValidator(func(inv spinlock.Inversion) {

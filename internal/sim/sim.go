@@ -70,11 +70,14 @@ type Options struct {
 	Tick          time.Duration
 	Epoch         time.Duration
 	AuditEvery    int
-	RingSize      int
-	HangTimeout   time.Duration
-	WakingBound   time.Duration
-	Hooks         func(cpu int) spinlock.Hooks
-	OnEpoch       func(m *cpu.Machine, horizon int64)
+	// KeepGoing records violations without stopping the run (run
+	// --keep-going: measuring a workload under a known pathology).
+	KeepGoing   bool
+	RingSize    int
+	HangTimeout time.Duration
+	WakingBound time.Duration
+	Hooks       func(cpu int) spinlock.Hooks
+	OnEpoch     func(m *cpu.Machine, horizon int64)
 	// OnSetup, if set, is told how many of the scenario's tasks Build has
 	// created (every few thousand, and at the end).
 	OnSetup func(done, total int)
@@ -274,6 +277,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	}
 	cfg.Seed = o.Seed
 	cfg.AuditEvery = o.AuditEvery
+	cfg.KeepGoing = o.KeepGoing
 	if o.RingSize > 0 {
 		cfg.RingSize = o.RingSize
 	}
