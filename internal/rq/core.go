@@ -272,13 +272,7 @@ func PrioLess(c *percpu.Ctx, a *task.Task, ra *RQ, b *task.Task, rb *RQ, inFI bo
 		return pa > pb
 	}
 	if pa == task.DLPrio {
-		if c.Bug(bugs.CoreDLTie) {
-			// The reference: equal deadlines are "less" both ways.
-			return !dlTimeBefore(a.SE.DL.Deadline, b.SE.DL.Deadline)
-		}
-		// Finding F14's fix: strictly later deadline, so that a tie
-		// stays with the CPU that picks, as for the other classes.
-		return dlTimeBefore(b.SE.DL.Deadline, a.SE.DL.Deadline)
+		return dlPrioLess(c, a, b)
 	}
 	if pa != task.DefaultPrio {
 		return false
@@ -303,14 +297,7 @@ func PrioLessV3(c *percpu.Ctx, a *task.Task, ra *RQ, b *task.Task, rb *RQ) bool 
 		return pa > pb
 	}
 	if pa == task.DLPrio {
-		if c.Bug(bugs.CoreDLTie) {
-			// v3's compare, which the merged code kept: a tie is
-			// "less" both ways, and v3's restart loop, a "linear
-			// max-filter" only under a strict order, never ends on
-			// two tied deadline tasks of different cookies.
-			return !dlTimeBefore(a.SE.DL.Deadline, b.SE.DL.Deadline)
-		}
-		return dlTimeBefore(b.SE.DL.Deadline, a.SE.DL.Deadline) // finding F14's fix
+		return dlPrioLess(c, a, b)
 	}
 	if pa != task.DefaultPrio {
 		return false
@@ -320,6 +307,20 @@ func PrioLessV3(c *percpu.Ctx, a *task.Task, ra *RQ, b *task.Task, rb *RQ) bool 
 		bv = bv - rb.minVruntime + ra.minVruntime
 	}
 	return a.SE.Vruntime-bv > 0
+}
+
+// dlPrioLess is prio_less()'s deadline branch, shared by 5.14's and v3's
+// compare. --bug core-dl-tie keeps the reference's compare: a tie is
+// "less" both ways, so 5.14 hands the core to the other CPU's task and
+// v3's restart loop, a "linear max-filter" only under a strict order,
+// never ends on two tied deadline tasks of different cookies. Finding
+// F14's fix is a strictly later deadline, so that a tie stays with the
+// CPU that picks, as for the other classes.
+func dlPrioLess(c *percpu.Ctx, a, b *task.Task) bool {
+	if c.Bug(bugs.CoreDLTie) {
+		return !dlTimeBefore(a.SE.DL.Deadline, b.SE.DL.Deadline)
+	}
+	return dlTimeBefore(b.SE.DL.Deadline, a.SE.DL.Deadline)
 }
 
 // TaskVruntimeUpdate is task_vruntime_update() / se_fi_update(): refresh
