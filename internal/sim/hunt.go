@@ -99,8 +99,9 @@ func HuntWatched(o Options, budget time.Duration, watch func() string) (HuntResu
 	if err != nil {
 		return HuntResult{}, err
 	}
+	// race is written by the watcher and read once it has returned
+	// (wg.Wait orders the two).
 	var race struct {
-		sync.Mutex
 		at  time.Duration
 		msg string
 	}
@@ -120,9 +121,7 @@ func HuntWatched(o Options, budget time.Duration, watch func() string) (HuntResu
 				case <-tick.C:
 				}
 				if msg := watch(); msg != "" {
-					race.Lock()
 					race.at, race.msg = time.Since(start), msg
-					race.Unlock()
 					r.Machine.Stop("data race: " + msg)
 					return
 				}
