@@ -84,18 +84,18 @@ func (cp *CPU) schedule(preempt bool) {
 		// push's own "resched_curr(rq) instead" shortcut could ask for
 		// the same pick again and again (under core scheduling the
 		// pushable task may not be the core's choice).
-		first := false
+		donorChanged := false
 		if !(c.Proxy && cp.coreRetainDonor()) {
 			if d := r.Donor(c); d != next {
 				r.UpdateCurr(c)
-				first = true
+				donorChanged = true
 			}
 			r.SetDonor(c, next)
 			if next != r.Idle {
 				next.SetBlockedDonor(nil) // rq lock held: next is queued here
 			}
 		}
-		if first {
+		if donorChanged {
 			cp.queueRTBalance(prev, next)
 			cp.queueDLBalance(needPullDL, next)
 		}
