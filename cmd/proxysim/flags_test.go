@@ -61,6 +61,8 @@ func TestFlagAndPathErrors(t *testing.T) {
 		{[]string{"bugs", "--seeds", "3"}, "--seeds applies only with --hunt"},
 		{[]string{"bugs", "--race"}, "--race applies only with --hunt"},
 		{[]string{"bugs", "--hunt", "--jitter", "NaN"}, "--jitter NaN"},
+		{[]string{"bugs", "--hunt", "--seed", "0"}, "--seed 0 out of range"},
+		{[]string{"bugs", "--seed", "5"}, "--seed applies only with --hunt"},
 		{[]string{"explore", "--workers", "0"}, "--workers 0 out of range"},
 		{[]string{"explore", "--workers", "100000"}, "--workers 100000 out of range"},
 		{[]string{"explore", "--progress", "0"}, "--progress must be positive"},
@@ -167,6 +169,23 @@ func TestHuntRace(t *testing.T) {
 	code, out, errs := runCLI(t, "bugs", "--hunt", "--race", "--only", "runnable-without-return", "--seeds", "1", "--cpus", "8", "--control", "0", "--budget", "30s")
 	if code != exitOK || !strings.Contains(out, "race detector") || !strings.Contains(out, "runnable-without-return  1/1") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// --seed starts the hunt's seeds elsewhere than 1: each run's line names
+// its seed, and the table says where the seeds began.
+func TestHuntFirstSeed(t *testing.T) {
+	code, out, errs := runCLI(t, "bugs", "--hunt", "--only", "runnable-without-return", "--seeds", "2", "--seed", "5", "--cpus", "8", "--control", "100ms", "--budget", "30s")
+	if code != exitOK || !strings.Contains(out, "2 seeds from 5") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"seed 5: caught=true", "seed 6: caught=true", "control (no bug)         seed 5", "control (no bug)         seed 6"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, "seed 1:") || strings.Contains(errs, "seed 7") {
+		t.Errorf("the hunt ran seeds outside 5-6:\n%s", errs)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -15,7 +16,7 @@ import (
 	"github.com/proxysim/proxysim/internal/sim"
 )
 
-const bugsUsage = `Usage: proxysim bugs [--json] [--hunt [--seeds N] [--budget D] [--only NAME] [--race]]
+const bugsUsage = `Usage: proxysim bugs [--json] [--hunt [--seeds N] [--seed S] [--budget D] [--only NAME] [--race]]
 
 Lists the catalogue that --bug NAME switches on: historical bugs of the
 proxy-execution series (fixed upstream in the version named) and findings
@@ -30,7 +31,8 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("bugs", bugsUsage, stderr)
 	asJSON := fs.Bool("json", false, "print JSON (the catalogue: a list of {name, kind, fixed_in, description, number, detector}; with --hunt: the table)")
 	hunt := fs.Bool("hunt", false, "measure time to detection: run 'proxysim stress --bug NAME' for every bug (or each --only) over --seeds seeds")
-	seeds := fs.Int("seeds", 5, "with --hunt: seeds per bug (1, 2, ...)")
+	seeds := fs.Int("seeds", 5, "with --hunt: seeds per bug (--seed, --seed+1, ...)")
+	firstSeed := fs.Uint64("seed", 1, "with --hunt: the first seed")
 	budget := fs.Duration("budget", 60*time.Second, "with --hunt: wall-clock budget of one run")
 	control := fs.Duration("control", 20*time.Second, "with --hunt: length of the control run (no bug) per seed (0: none)")
 	var only []string
@@ -77,6 +79,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	if *seeds < 1 || *budget <= 0 || *control < 0 {
 		return 0, usagef("--seeds must be at least 1 and --budget positive")
 	}
+	if *firstSeed == 0 || *firstSeed > math.MaxUint64-uint64(*seeds) {
+		return 0, usagef("--seed %d out of range 1-%d", *firstSeed, uint64(math.MaxUint64)-uint64(*seeds))
+	}
 	if sf.o.CPUs < 1 || sf.o.CPUs > 1024 {
 		return 0, usagef("--cpus %d out of range 1-1024", sf.o.CPUs)
 	}
@@ -114,9 +119,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 			continue
 		}
 		var rs []sim.HuntResult
-		for seed := 1; seed <= *seeds; seed++ {
+		for seed := *firstSeed; seed < *firstSeed+uint64(*seeds); seed++ {
 			o := sf.o
-			o.Seed, o.Bugs = uint64(seed), set
+			o.Seed, o.Bugs = seed, set
 			r, err := huntOnce(o, *budget)
 			if err != nil {
 				return 0, err
@@ -128,9 +133,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	var ctl []sim.HuntResult
 	if *control > 0 {
-		for seed := 1; seed <= *seeds; seed++ {
+		for seed := *firstSeed; seed < *firstSeed+uint64(*seeds); seed++ {
 			o := sf.o
-			o.Seed = uint64(seed)
+			o.Seed = seed
 			if len(only) > 0 && slices.Contains(names, "srq-pulls-donor") && o.SharedRunq == "" {
 				// the control of a SHARED_RUNQ hunt runs SHARED_RUNQ too
 				o.SharedRunq = "on"
@@ -149,7 +154,7 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return exitOK, enc.Encode(map[string]any{"bugs": rows, "control": ctl, "budget_ns": *budget, "cpus": sf.o.CPUs})
+		return exitOK, enc.Encode(map[string]any{"bugs": rows, "control": ctl, "budget_ns": *budget, "cpus": sf.o.CPUs, "first_seed": *firstSeed})
 	}
 	mode := "concurrent"
 	if sf.o.Deterministic {
@@ -158,7 +163,7 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	if raceEnabled {
 		mode += ", race detector"
 	}
-	fmt.Fprintf(stdout, "time to detection, proxysim stress --cpus %d (%s), %d seeds, budget %v per run\n", sf.o.CPUs, mode, *seeds, *budget)
+	fmt.Fprintf(stdout, "time to detection, proxysim stress --cpus %d (%s), %d seeds from %d, budget %v per run\n", sf.o.CPUs, mode, *seeds, *firstSeed, *budget)
 	fmt.Fprintf(stdout, "%-24s %-7s %-9s %-9s %s\n", "BUG", "CAUGHT", "MEDIAN", "MAX", "CAUGHT BY")
 	code := exitOK
 	for _, r := range rows {
