@@ -21,10 +21,67 @@ import (
 type liveView struct {
 	*Machine
 	pending map[*task.Task]bool
-	grants  map[grantKey]trace.Event
 }
 
 type grantKey struct{ task, mutex int32 }
+
+// grantIndex is the flight recorder's latest grant event per (task,
+// mutex), for invariant 33's messages. It lives across audits and each
+// audit reads only what the rings recorded since the one before, so its
+// cost follows the events, not the rings' size times the CPUs (rebuilding
+// it from every ring at each audit that met a new grant was a fifth of the
+// cost of an event at 1024 CPUs). Audits only (every CPU parked).
+type grantIndex struct {
+	read    []uint64 // per ring: the position indexed up to (Ring.Written)
+	latest  map[grantKey]trace.Event
+	pruneAt int // prune overwritten entries when latest grows past this
+}
+
+// update indexes the rings' new events.
+func (g *grantIndex) update(l *trace.Log) {
+	if g.latest == nil {
+		g.read, g.latest, g.pruneAt = make([]uint64, len(l.Rings)), map[grantKey]trace.Event{}, 1024
+	}
+	for i, r := range l.Rings {
+		g.read[i] = r.Since(g.read[i], func(e *trace.Event) {
+			var k grantKey
+			switch e.Kind {
+			case trace.EvHandoff, trace.EvLock:
+				k = grantKey{e.Task, e.A}
+			case trace.EvUnlock:
+				if e.B == 0 {
+					return
+				}
+				k = grantKey{e.B, e.A}
+			default:
+				return
+			}
+			if old, ok := g.latest[k]; !ok || e.Seq > old.Seq {
+				g.latest[k] = *e
+			}
+		})
+	}
+	if len(g.latest) > g.pruneAt {
+		for k, e := range g.latest {
+			if !l.Rings[e.CPU].Holds(&e) {
+				delete(g.latest, k)
+			}
+		}
+		g.pruneAt = max(1024, 2*len(g.latest))
+	}
+}
+
+// Grant finds the latest event that gave m to p, if the flight recorder
+// still holds it.
+func (v *liveView) Grant(p *task.Task, m *mutex.Mutex) string {
+	v.grantIdx.update(v.Log)
+	e, ok := v.grantIdx.latest[grantKey{int32(p.ID), int32(m.ID())}]
+	if !ok || !v.Log.Rings[e.CPU].Holds(&e) {
+		return ""
+	}
+	how := map[trace.Kind]string{trace.EvHandoff: "hand-off to it", trace.EvLock: "its acquisition", trace.EvUnlock: "unlock naming it next owner"}[e.Kind]
+	return fmt.Sprintf("event #%d (%s, %s) on cpu%d at t=%d", e.Seq, e.Kind, how, e.CPU, e.Time)
+}
 
 // WakePending: p is on a CPU's wake list or has an armed timer.
 func (v *liveView) WakePending(p *task.Task) bool {
@@ -49,38 +106,6 @@ func (v *liveView) RePicks() (switches, repicks uint64) {
 		repicks += st.C[stats.FindProxyTaskRetries].Load() + st.C[stats.ProxyReschedIdle].Load()
 	}
 	return switches, repicks
-}
-
-// Grant finds the latest event in the flight recorder that gave m to p.
-func (v *liveView) Grant(p *task.Task, m *mutex.Mutex) string {
-	if v.grants == nil {
-		v.grants = map[grantKey]trace.Event{}
-		for _, r := range v.Log.Rings {
-			for _, e := range r.Events() {
-				var k grantKey
-				switch e.Kind {
-				case trace.EvHandoff, trace.EvLock:
-					k = grantKey{e.Task, e.A}
-				case trace.EvUnlock:
-					if e.B == 0 {
-						continue
-					}
-					k = grantKey{e.B, e.A}
-				default:
-					continue
-				}
-				if old, ok := v.grants[k]; !ok || e.Seq > old.Seq {
-					v.grants[k] = e
-				}
-			}
-		}
-	}
-	e, ok := v.grants[grantKey{int32(p.ID), int32(m.ID())}]
-	if !ok {
-		return ""
-	}
-	how := map[trace.Kind]string{trace.EvHandoff: "hand-off to it", trace.EvLock: "its acquisition", trace.EvUnlock: "unlock naming it next owner"}[e.Kind]
-	return fmt.Sprintf("event #%d (%s, %s) on cpu%d at t=%d", e.Seq, e.Kind, how, e.CPU, e.Time)
 }
 
 // checkLiveness runs the liveness checks at an audit (every CPU parked).

@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/proxysim/proxysim/internal/audit"
@@ -67,6 +68,11 @@ func TestMutantChildLostHandoff(t *testing.T) {
 	live.WaitBound, live.LivelockFactor, live.ProgressFloor = 0, 0, 0 // leave it to the hand-off check
 	vs := liveMutantRun(t, "late-blocked-on", true, live)
 	wantFirst(t, vs, check.InvHandoffLiveness)
+	// The report names the event that gave the waiter the lock (the grant
+	// index of liveness.go), not "no longer in the flight recorder".
+	if !strings.Contains(vs[0].Message, "Hand-off event: event #") {
+		t.Errorf("the report does not name the hand-off event: %s", vs[0].Message)
+	}
 }
 
 // The same mistake without proxy execution: the waiter leaves the

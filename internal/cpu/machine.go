@@ -188,6 +188,7 @@ type Machine struct {
 	coreOn      bool
 	coreFlipDue atomic.Int64
 	live        *audit.Liveness // the liveness checks' memory (audits only)
+	grantIdx    grantIndex      // the flight recorder's grants, for invariant 33 (audits only)
 	srq         *srqState       // SHARED_RUNQ, nil unless configured
 	stopReq     chan struct{}
 	stopping    atomic.Bool

@@ -216,6 +216,32 @@ func (r *Ring) Len() int {
 	return len(r.ev)
 }
 
+// Written returns the number of events the ring has recorded, held or
+// overwritten: a position for Since.
+func (r *Ring) Written() uint64 { return r.n }
+
+// Since calls f on each event the ring still holds from position from
+// (a Written value) on, oldest first, and returns the position after the
+// last. Only call with the ring's CPU stopped.
+func (r *Ring) Since(from uint64, f func(*Event)) uint64 {
+	if oldest := r.n - uint64(r.Len()); from < oldest {
+		from = oldest
+	}
+	for i := from; i < r.n; i++ {
+		f(&r.ev[i&r.mask])
+	}
+	return r.n
+}
+
+// Holds reports whether e, an event of this ring, is still in it (not
+// overwritten).
+func (r *Ring) Holds(e *Event) bool {
+	if r.n == 0 {
+		return false
+	}
+	return r.ev[(r.n-uint64(r.Len()))&r.mask].Seq <= e.Seq
+}
+
 // Events returns the ring's events, oldest first.
 func (r *Ring) Events() []Event {
 	n := r.Len()
