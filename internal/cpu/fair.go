@@ -112,7 +112,6 @@ func (cp *CPU) findBusiest(span []int, min int) (busiest *rq.RQ, over bool) {
 	m := cp.m
 	n := len(span)
 	start := int(cp.c.Rand.IntN(n))
-	var best *rq.RQ
 	bestN := min - 1
 	// span[start:] then span[:start]: the same order as indexing
 	// (start+i)%n, without a division per CPU scanned.
@@ -123,17 +122,18 @@ func (cp *CPU) findBusiest(span []int, min int) (busiest *rq.RQ, over bool) {
 				// (cpuset_cpu_inactive rebuilds them without it).
 				continue
 			}
-			o := m.rqs[cpu]
-			nr := o.NrRunning()
+			// m.rqs[cpu].NrRunning(), read from the dense array: the top
+			// domain of a big machine makes this the model's longest loop.
+			nr := int(m.nrRunning[cpu].Load())
 			if nr > 1 {
 				over = true
 			}
-			if o != cp.rq && nr > bestN {
-				best, bestN = o, nr
+			if cpu != cp.id && nr > bestN {
+				busiest, bestN = m.rqs[cpu], nr
 			}
 		}
 	}
-	return best, over
+	return busiest, over
 }
 
 // migrationCost is sysctl_sched_migration_cost (500 us): rq->avg_idle

@@ -173,6 +173,10 @@ type Machine struct {
 	// rdOverloaded is the root domain's overloaded flag (rq.RQ.RDOverloaded).
 	rdOverloaded atomic.Bool
 	dlb          *rq.DLBandwidth // the root domain's dl_bw (admission control)
+	// nrRunning is every runqueue's rq->nr_running, in CPU order (each
+	// RQ's count lives here): written under that runqueue's lock, read
+	// without it by findBusiest's scans, densely.
+	nrRunning []atomic.Int32
 	// CPU hotplug: hotplug is read-only after New; active and online are
 	// cpu_active_mask and cpu_online_mask (atomic bits, read locklessly);
 	// hpRand and hpNext belong to the barrier (the injector).
@@ -277,6 +281,7 @@ func New(cfg Config) (*Machine, error) {
 		}
 		m.warn(c, inv, -1, "", b.Report)
 	}
+	m.nrRunning = make([]atomic.Int32, cfg.CPUs)
 	for i := 0; i < cfg.CPUs; i++ {
 		idle := task.New(-(i + 1), fmt.Sprintf("swapper/%d", i), cfg.CPUs, i)
 		idle.Idle = true
@@ -286,6 +291,7 @@ func New(cfg Config) (*Machine, error) {
 		idle.NrCPUsAllowed = 1
 		idle.SetOnCPU(true)
 		r := rq.New(i, idle)
+		r.PlaceNrRunning(&m.nrRunning[i])
 		r.SetLockOrder(m.topo.LockOrderKey(i))
 		r.RTO = &m.rto
 		r.RTOMask = m.rtoMask

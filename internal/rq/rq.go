@@ -64,7 +64,9 @@ type RQ struct {
 	curr atomic.Pointer[task.Task]
 	// nrRunning counts queued tasks (the donor included). Written under
 	// the rq lock; read without it by load balancing and select_task_rq.
-	nrRunning atomic.Int32
+	// It points into the machine's array of every runqueue's count
+	// (PlaceNrRunning), which find_busiest_queue's scans read densely.
+	nrRunning *atomic.Int32
 	// currPrio is the donor's prio, published at every switch for remote
 	// wakeup placement (cpupri). Written under the rq lock; read without it.
 	currPrio atomic.Int32
@@ -177,12 +179,19 @@ type RQ struct {
 
 // New returns the runqueue of cpu with its idle task.
 func New(cpu int, idle *task.Task) *RQ {
-	r := &RQ{CPU: cpu, Idle: idle, own: new(spinlock.Lock), Feat: DefaultFeatures()}
+	r := &RQ{CPU: cpu, Idle: idle, own: new(spinlock.Lock), Feat: DefaultFeatures(), nrRunning: new(atomic.Int32)}
 	r.own.Init(spinlock.ClassRQ, cpu)
 	r.donor = idle
 	r.curr.Store(idle)
 	r.currPrio.Store(task.IdlePrio)
 	return r
+}
+
+// PlaceNrRunning moves rq->nr_running to *p (an element of an array of
+// every runqueue's count). Only before the runqueue is used.
+func (r *RQ) PlaceNrRunning(p *atomic.Int32) {
+	p.Store(r.nrRunning.Load())
+	r.nrRunning = p
 }
 
 func (r *RQ) String() string { return fmt.Sprintf("rq%d", r.CPU) }
