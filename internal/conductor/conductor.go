@@ -54,12 +54,14 @@ type Conductor struct {
 	// every runnable participant's clock at every turn.
 	clocks []*int64
 	// tree is a tournament over the participants for the time strategy
-	// with clocks (SetClocks): leaf i is i while it is runnable and not
-	// spinning, else -1; an inner node holds the smaller-clock winner of
-	// its children (the lower index on a tie), so tree[1] is the pick of
-	// the full scan in O(1), kept up to date in O(log n) per change. Only
-	// the participant holding the turn moves its clock, so a turn changes
-	// the leaves of the previous holder and of the spinners it clears.
+	// with clocks (SetClocks) and for pct: leaf i is i while it is
+	// runnable and not spinning, else -1; an inner node holds the winner
+	// of its children (time: the smaller clock; pct: the higher priority;
+	// the lower index on a tie), so tree[1] is the pick of the full scan
+	// in O(1), kept up to date in O(log n) per change. Only the
+	// participant holding the turn moves its clock (or has its pct
+	// priority lowered), so a turn changes the leaves of the previous
+	// holder and of the spinners it clears.
 	tree    []int32
 	leaves  int
 	spinIDs []int // participants with spinning set (cleared together)
@@ -111,6 +113,7 @@ func New(n int, strat Strategy, seed uint64, clock func(int) int64) *Conductor {
 			c.changes = append(c.changes, uint64(c.rng.IntN(1<<20)))
 		}
 		c.lowest = strat.Depth - 1
+		c.buildTree()
 	}
 	return c
 }
@@ -211,9 +214,13 @@ func (c *Conductor) SetClocks(p []*int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.clocks = p
-	if c.strat.Kind != "time" {
-		return
+	if c.strat.Kind == "time" {
+		c.buildTree()
 	}
+}
+
+// buildTree makes the tournament tree (tree) over every participant.
+func (c *Conductor) buildTree() {
 	n := len(c.state)
 	c.leaves = 1
 	for c.leaves < n {
@@ -228,8 +235,9 @@ func (c *Conductor) SetClocks(p []*int64) {
 	}
 }
 
-// win returns the winner of a and b under the time strategy: the smaller
-// clock, the lower index on a tie; -1 is nobody.
+// win returns the winner of a and b: under the time strategy the smaller
+// clock, under pct the higher priority, the lower index on a tie; -1 is
+// nobody.
 func (c *Conductor) win(a, b int32) int32 {
 	switch {
 	case a < 0:
@@ -237,7 +245,12 @@ func (c *Conductor) win(a, b int32) int32 {
 	case b < 0:
 		return a
 	}
-	ka, kb := *c.clocks[a], *c.clocks[b]
+	var ka, kb int64
+	if c.prio != nil {
+		ka, kb = -int64(c.prio[a]), -int64(c.prio[b])
+	} else {
+		ka, kb = *c.clocks[a], *c.clocks[b]
+	}
 	if kb < ka || kb == ka && b < a {
 		return b
 	}
@@ -351,7 +364,7 @@ func (c *Conductor) scheduleLocked() {
 func (c *Conductor) pickLocked() int {
 	n := len(c.state)
 	if c.tree != nil && c.tree[1] >= 0 {
-		return int(c.tree[1]) // the time strategy's scan below, kept as a tree
+		return c.picked(int(c.tree[1])) // the scan below, kept as a tree
 	}
 	// Prefer participants that are not spinning: whoever they wait for
 	// must get to run. If every runnable one spins, take them in turn
@@ -400,17 +413,25 @@ func (c *Conductor) pickLocked() int {
 		}
 	}
 	if best >= 0 {
-		if c.strat.Kind == "pct" {
-			for _, cp := range c.changes {
-				if cp == c.steps {
-					c.prio[best] = c.lowest
-					c.lowest--
-				}
-			}
-		}
-		return best
+		return c.picked(best)
 	}
 	return -1
+}
+
+// picked is pickLocked's choice of best: under pct, a change point at
+// this step lowers its priority below every other (its leaf of the tree
+// is fixed when it passes the turn on, as the time strategy's is for its
+// clock).
+func (c *Conductor) picked(best int) int {
+	if c.strat.Kind == "pct" {
+		for _, cp := range c.changes {
+			if cp == c.steps {
+				c.prio[best] = c.lowest
+				c.lowest--
+			}
+		}
+	}
+	return best
 }
 
 // Hooks returns spinlock hooks that make every lock-layer yield point a
