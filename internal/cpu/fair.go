@@ -124,7 +124,7 @@ func (cp *CPU) findBusiest(span []int, min int) (busiest *rq.RQ, over bool) {
 			}
 			// m.rqs[cpu].NrRunning(), read from the dense array: the top
 			// domain of a big machine makes this the model's longest loop.
-			nr := int(m.nrRunning[cpu].Load())
+			nr := int(peekNrRunning(m.nrRunning, cpu))
 			if nr > 1 {
 				over = true
 			}
@@ -135,6 +135,18 @@ func (cp *CPU) findBusiest(span []int, min int) (busiest *rq.RQ, over bool) {
 	}
 	return busiest, over
 }
+
+// peekNrRunning reads cpu's rq->nr_running as update_sg_lb_stats() does:
+// a plain load, with no ordering against the runqueue's owner. An atomic
+// load would give the race detector a happens-before edge from every CPU
+// the scan reads (the last add to its count, made under its rq lock) to
+// the scanning CPU, which the kernel's load does not give, and such edges
+// hide races (peekClock, F4 in docs/findings.md); under -race it also cost
+// a synchronising operation per CPU scanned. The count is a word written
+// with atomic adds; the scan only chooses whom to lock.
+//
+//go:norace
+func peekNrRunning(nrs []int32, cpu int) int32 { return nrs[cpu] }
 
 // migrationCost is sysctl_sched_migration_cost (500 us): rq->avg_idle
 // starts at twice it and rq->max_idle_balance_cost at it (sched_init),

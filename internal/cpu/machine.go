@@ -174,9 +174,10 @@ type Machine struct {
 	rdOverloaded atomic.Bool
 	dlb          *rq.DLBandwidth // the root domain's dl_bw (admission control)
 	// nrRunning is every runqueue's rq->nr_running, in CPU order (each
-	// RQ's count lives here): written under that runqueue's lock, read
-	// without it by findBusiest's scans, densely.
-	nrRunning []atomic.Int32
+	// RQ's count lives here): written under that runqueue's lock (atomic
+	// adds), read without it, atomically by most readers and plainly by
+	// findBusiest's scans (peekNrRunning).
+	nrRunning []int32
 	// CPU hotplug: hotplug is read-only after New; active and online are
 	// cpu_active_mask and cpu_online_mask (atomic bits, read locklessly);
 	// hpRand and hpNext belong to the barrier (the injector).
@@ -281,7 +282,7 @@ func New(cfg Config) (*Machine, error) {
 		}
 		m.warn(c, inv, -1, "", b.Report)
 	}
-	m.nrRunning = make([]atomic.Int32, cfg.CPUs)
+	m.nrRunning = make([]int32, cfg.CPUs)
 	for i := 0; i < cfg.CPUs; i++ {
 		idle := task.New(-(i + 1), fmt.Sprintf("swapper/%d", i), cfg.CPUs, i)
 		idle.Idle = true

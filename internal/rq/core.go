@@ -6,6 +6,8 @@
 package rq
 
 import (
+	"sync/atomic"
+
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
@@ -235,7 +237,7 @@ func (r *RQ) coreDequeue(c *percpu.Ctx, p *task.Task, flags int) {
 		return
 	}
 	core := r.Core.Leader
-	if flags&DequeueSave == 0 && r.nrRunning.Load() == 1 && core.Core.ForceidleCount > 0 && r.curr.Load() == r.Idle {
+	if flags&DequeueSave == 0 && atomic.LoadInt32(r.nrRunning) == 1 && core.Core.ForceidleCount > 0 && r.curr.Load() == r.Idle {
 		r.ReschedCurr(c)
 	}
 }

@@ -9,6 +9,8 @@
 package rq
 
 import (
+	"sync/atomic"
+
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"
@@ -85,7 +87,7 @@ func (r *RQ) enqueueDLEntity(p *task.Task) {
 	p.SE.QueueSeq = r.seq
 	p.SE.DL.OnDLRQ = true
 	r.dl = append(r.dl, p)
-	if r.nrRunning.Add(1) == 2 {
+	if atomic.AddInt32(r.nrRunning, 1) == 2 {
 		r.setRDOverloaded() // add_nr_running
 	}
 	if r.nrDL.Add(1) == 2 && r.DLO != nil {
@@ -101,7 +103,7 @@ func (r *RQ) dequeueDLEntity(p *task.Task) {
 	}
 	remove(&r.dl, p)
 	p.SE.DL.OnDLRQ = false
-	r.nrRunning.Add(-1)
+	atomic.AddInt32(r.nrRunning, -1)
 	if r.nrDL.Add(-1) == 1 && r.DLO != nil {
 		r.DLO.Add(-1)
 	}

@@ -3,6 +3,8 @@
 package rq
 
 import (
+	"sync/atomic"
+
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/task"
 )
@@ -22,6 +24,6 @@ func (r *RQ) MutantEnqueueWithoutLock(c *percpu.Ctx, p *task.Task) {
 		se.Vruntime = r.minVruntime
 		r.fair = append(r.fair, p)
 	}
-	r.nrRunning.Add(1)
+	atomic.AddInt32(r.nrRunning, 1)
 	p.SetOnRQ(task.OnRQQueued)
 }

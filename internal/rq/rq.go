@@ -66,7 +66,7 @@ type RQ struct {
 	// the rq lock; read without it by load balancing and select_task_rq.
 	// It points into the machine's array of every runqueue's count
 	// (PlaceNrRunning), which find_busiest_queue's scans read densely.
-	nrRunning *atomic.Int32
+	nrRunning *int32
 	// currPrio is the donor's prio, published at every switch for remote
 	// wakeup placement (cpupri). Written under the rq lock; read without it.
 	currPrio atomic.Int32
@@ -179,7 +179,7 @@ type RQ struct {
 
 // New returns the runqueue of cpu with its idle task.
 func New(cpu int, idle *task.Task) *RQ {
-	r := &RQ{CPU: cpu, Idle: idle, own: new(spinlock.Lock), Feat: DefaultFeatures(), nrRunning: new(atomic.Int32)}
+	r := &RQ{CPU: cpu, Idle: idle, own: new(spinlock.Lock), Feat: DefaultFeatures(), nrRunning: new(int32)}
 	r.own.Init(spinlock.ClassRQ, cpu)
 	r.donor = idle
 	r.curr.Store(idle)
@@ -188,9 +188,10 @@ func New(cpu int, idle *task.Task) *RQ {
 }
 
 // PlaceNrRunning moves rq->nr_running to *p (an element of an array of
-// every runqueue's count). Only before the runqueue is used.
-func (r *RQ) PlaceNrRunning(p *atomic.Int32) {
-	p.Store(r.nrRunning.Load())
+// every runqueue's count; accessed with sync/atomic's functions, or, by
+// find_busiest_queue's scan, plainly). Only before the runqueue is used.
+func (r *RQ) PlaceNrRunning(p *int32) {
+	*p = *r.nrRunning
 	r.nrRunning = p
 }
 
@@ -399,10 +400,10 @@ func (r *RQ) srqSwitchDonor(c *percpu.Ctx, prev, next *task.Task) {
 func (r *RQ) NrRT() int { return int(r.nrRT.Load()) }
 
 // NrRunning returns nr_running (READ_ONCE).
-func (r *RQ) NrRunning() int { return int(r.nrRunning.Load()) }
+func (r *RQ) NrRunning() int { return int(atomic.LoadInt32(r.nrRunning)) }
 
 // IsIdle is idle_cpu(): nothing queued and the idle task executing.
-func (r *RQ) IsIdle() bool { return r.nrRunning.Load() == 0 && r.curr.Load() == r.Idle }
+func (r *RQ) IsIdle() bool { return atomic.LoadInt32(r.nrRunning) == 0 && r.curr.Load() == r.Idle }
 
 // NeedResched reports TIF_NEED_RESCHED.
 func (r *RQ) NeedResched() bool { return r.needResched.Load() }
@@ -504,7 +505,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	}
 	se.Queued = true
 	se.QueueCPU = r.CPU
-	nr := r.nrRunning.Add(1)
+	nr := atomic.AddInt32(r.nrRunning, 1)
 	if nr == 2 {
 		r.setRDOverloaded() // add_nr_running: prev_nr < 2 && nr_running >= 2
 	}
@@ -563,7 +564,7 @@ func (r *RQ) dequeueTask(c *percpu.Ctx, p *task.Task, flags int) bool {
 		return false
 	}
 	se.QueueCPU = -1
-	r.nrRunning.Add(-1)
+	atomic.AddInt32(r.nrRunning, -1)
 	return true
 }
 
@@ -867,7 +868,7 @@ func (r *RQ) Tick(c *percpu.Ctx) bool {
 	}
 	d := r.donor
 	if d == r.Idle {
-		if r.nrRunning.Load() > 0 {
+		if atomic.LoadInt32(r.nrRunning) > 0 {
 			r.SetNeedResched()
 			return true
 		}
