@@ -321,7 +321,13 @@ func (a *auditor) blocked() {
 				// the waiter stays queued, sched_delayed, until picked.)
 				a.fail(check.InvSleepingOwner, w.CPU(), w, "%v parked on %v but on_rq=%d", w, p, w.OnRQ())
 			}
-			if wm, _, _ := w.Peek(); wm == nil || wm.OwnerTask() != p {
+			// A woken waiter (TASK_WAKING: a try_to_wake_up owns it,
+			// perhaps waiting on the target's wake list) may have had its
+			// blocked_on cleared (a ww die or wound, a signal) and stays on
+			// the list until its activate_task takes it off
+			// (proxy_remove_from_sleeping_owner), as in the kernel;
+			// do_activate_blocked_waiter skips it meanwhile.
+			if wm, _, _ := w.Peek(); w.State() != task.Waking && (wm == nil || wm.OwnerTask() != p) {
 				a.fail(check.InvParkedOwner, w.CPU(), w, "%v parked on %v but its lock %v is owned by %v", w, p, wm, ownerOf(wm))
 			}
 			if p.OnRQ() != task.OnRQNone && !p.SE.Delayed {
