@@ -63,9 +63,11 @@ type RQ struct {
 	// read without the lock by remote CPUs (idle_cpu(), wakeup choices).
 	curr atomic.Pointer[task.Task]
 	// nrRunning counts queued tasks (the donor included). Written under
-	// the rq lock; read without it by load balancing and select_task_rq.
-	// It points into the machine's array of every runqueue's count
-	// (PlaceNrRunning), which find_busiest_queue's scans read densely.
+	// the rq lock (atomic adds); read without it by load balancing and
+	// select_task_rq (atomic loads, as READ_ONCE; find_busiest_queue's
+	// scan reads it plainly, as the kernel does: cpu.peekNrRunning). It
+	// points into the machine's array of every runqueue's count
+	// (PlaceNrRunning), which that scan reads densely.
 	nrRunning *int32
 	// currPrio is the donor's prio, published at every switch for remote
 	// wakeup placement (cpupri). Written under the rq lock; read without it.
