@@ -2,6 +2,7 @@ package conductor
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ const (
 type Conductor struct {
 	strat Strategy
 	rng   *rand.Rand
+	pcg   *rand.PCG          // rng's source, drawn from directly by oneIn
 	clock func(id int) int64 // virtual clock of a paused participant (time strategy)
 	// clocks, when set (SetClocks), are the participants' clock words,
 	// read directly instead of through clock: the time strategy reads
@@ -96,7 +98,8 @@ type Conductor struct {
 // New returns a conductor for n participants. clock, if set, gives a
 // paused participant's virtual clock (for the time strategy).
 func New(n int, strat Strategy, seed uint64, clock func(int) int64) *Conductor {
-	c := &Conductor{strat: strat, rng: rand.New(rand.NewPCG(seed, 0xc0dd)), clock: clock, running: -1}
+	pcg := rand.NewPCG(seed, 0xc0dd)
+	c := &Conductor{strat: strat, rng: rand.New(pcg), pcg: pcg, clock: clock, running: -1}
 	c.state = make([]state, n)
 	c.spinning = make([]bool, n)
 	c.turn = make([]chan struct{}, n)
@@ -403,7 +406,7 @@ func (c *Conductor) pickLocked() int {
 		}
 		if kind == "random" {
 			// reservoir: uniform among candidates
-			if c.rng.IntN(cands) == 0 {
+			if c.oneIn(cands) {
 				best = i
 			}
 			continue
@@ -432,6 +435,31 @@ func (c *Conductor) picked(best int) int {
 		}
 	}
 	return best
+}
+
+// oneIn reports c.rng.IntN(n) == 0, drawing from the source exactly what
+// IntN draws (math/rand/v2's uint64n on a 64-bit machine: a mask for a
+// power of two, else Lemire's multiply with its rare rejection), without
+// the calls through Rand and its Source interface. The random strategy's
+// reservoir draws once per candidate at every turn, so at 256 CPUs this is
+// most of a turn. The golden trace hashes of the random strategy hold it
+// to IntN's stream.
+func (c *Conductor) oneIn(n int) bool {
+	if ^uint(0)>>32 == 0 {
+		return c.rng.IntN(n) == 0 // 32-bit: IntN takes another path
+	}
+	u := uint64(n)
+	if u&(u-1) == 0 {
+		return c.pcg.Uint64()&(u-1) == 0
+	}
+	hi, lo := bits.Mul64(c.pcg.Uint64(), u)
+	if lo < u {
+		thresh := -u % u
+		for lo < thresh {
+			hi, lo = bits.Mul64(c.pcg.Uint64(), u)
+		}
+	}
+	return hi == 0
 }
 
 // Hooks returns spinlock hooks that make every lock-layer yield point a
