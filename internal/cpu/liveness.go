@@ -20,7 +20,8 @@ import (
 // (every CPU parked).
 type liveView struct {
 	*Machine
-	pending map[*task.Task]bool
+	pending     map[*task.Task]bool
+	grantsFresh bool // grantIdx has read this audit's new events
 }
 
 type grantKey struct{ task, mutex int32 }
@@ -74,7 +75,10 @@ func (g *grantIndex) update(l *trace.Log) {
 // Grant finds the latest event that gave m to p, if the flight recorder
 // still holds it.
 func (v *liveView) Grant(p *task.Task, m *mutex.Mutex) string {
-	v.grantIdx.update(v.Log)
+	if !v.grantsFresh {
+		v.grantIdx.update(v.Log)
+		v.grantsFresh = true
+	}
 	e, ok := v.grantIdx.latest[grantKey{int32(p.ID), int32(m.ID())}]
 	if !ok || !v.Log.Rings[e.CPU].Holds(&e) {
 		return ""
