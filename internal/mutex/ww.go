@@ -14,6 +14,7 @@ import (
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
+	"github.com/proxysim/proxysim/internal/relaxed"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
@@ -25,7 +26,10 @@ import (
 type WWClass struct {
 	Name    string
 	WaitDie bool
-	// stamp is ww_class->stamp (atomic_long_inc_return).
+	// stamp is ww_class->stamp, taken by atomic_long_inc_return_relaxed:
+	// it orders nothing, so under the race detector it goes through
+	// package relaxed, not a sync/atomic Add (an edge between every two
+	// ww_acquire_init calls of the class).
 	stamp atomic.Uint64
 }
 
@@ -36,7 +40,7 @@ func NewWWClass(name string, waitDie bool) *WWClass {
 
 // AcquireInit is ww_acquire_init(): a new context for p with the next stamp.
 func (k *WWClass) AcquireInit(p *task.Task) *task.WWCtx {
-	return &task.WWCtx{Task: p, Stamp: k.stamp.Add(1), WaitDie: k.WaitDie, Contended: -1}
+	return &task.WWCtx{Task: p, Stamp: relaxed.AddUint64(&k.stamp, 1), WaitDie: k.WaitDie, Contended: -1}
 }
 
 // SetWW makes m a ww_mutex of class k. Only before the machine starts.

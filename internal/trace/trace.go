@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"github.com/proxysim/proxysim/internal/relaxed"
 	"sort"
 	"sync/atomic"
 )
@@ -138,6 +139,11 @@ type Event struct {
 
 // Log is the machine-wide part of the recorder: the sequence counter.
 type Log struct {
+	// seq is bumped by every CPU at every event, through package relaxed:
+	// under the race detector a sync/atomic Add here would order each
+	// CPU's past before every other CPU's next event, hiding every race
+	// whose two sides have an event between them. The kernel's trace
+	// buffers are per CPU and order nothing.
 	seq   atomic.Uint64
 	Rings []*Ring
 	// hash is an FNV-1a hash over every event in order. Only kept in
@@ -196,7 +202,7 @@ type Ring struct {
 // Emit records an event.
 func (r *Ring) Emit(now int64, k Kind, task, a, b, c int32) {
 	e := &r.ev[r.n&r.mask]
-	e.Seq = r.log.seq.Add(1)
+	e.Seq = relaxed.AddUint64(&r.log.seq, 1)
 	e.Time = now
 	e.CPU = r.cpu
 	e.Kind = k
