@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/proxysim/proxysim/internal/spinlock"
+	"github.com/proxysim/proxysim/internal/stats"
 )
 
 // Jitter is the yield-point injector of a whole machine.
@@ -50,7 +51,8 @@ func (j *Jitter) Fired() uint64 {
 }
 
 // JitterCPU is one CPU's injector. Owned by that CPU's goroutine; the
-// counters are atomics for readers.
+// counters are atomics for readers, bumped by their one writer
+// (stats.Bump).
 type JitterCPU struct {
 	j     *Jitter
 	rng   *rand.Rand
@@ -60,11 +62,11 @@ type JitterCPU struct {
 
 // Yield implements spinlock.Hooks.
 func (h *JitterCPU) Yield(c *spinlock.CPU, pt spinlock.Point) {
-	h.seen[pt].Add(1)
+	stats.Bump(&h.seen[pt], 1)
 	if h.rng.Float64() >= h.j.Prob {
 		return
 	}
-	h.fired[pt].Add(1)
+	stats.Bump(&h.fired[pt], 1)
 	if h.j.MaxDelay > 0 && h.rng.IntN(4) == 0 {
 		d := time.Duration(h.rng.Int64N(int64(h.j.MaxDelay) + 1))
 		for t0 := time.Now(); time.Since(t0) < d; {

@@ -247,7 +247,7 @@ func (l *Lock) lock(c *CPU, nested bool) {
 		stats.Bump(&c.SpinHist[0], 1)
 	}
 	stats.Bump(&c.Acquisitions, 1)
-	l.holder.Store(int32(c.ID) + 1)
+	l.setHolder(int32(c.ID) + 1)
 	if c.nHeld == maxHeld {
 		panic("spinlock: too many locks held on cpu " + fmt.Sprint(c.ID) + ": " + c.HeldLocks())
 	}
@@ -287,7 +287,7 @@ func (l *Lock) Unlock(c *CPU) {
 	copy(c.held[i:], c.held[i+1:c.nHeld])
 	c.nHeld--
 	c.held[c.nHeld] = nil
-	l.holder.Store(0)
+	l.setHolder(0)
 	l.mu.Unlock()
 	if irqsaveClass[l.class] {
 		// raw_spin_unlock_irqrestore: IrqEnable, its common case
