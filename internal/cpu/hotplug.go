@@ -7,6 +7,8 @@ package cpu
 
 import (
 	"fmt"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/percpu"
@@ -23,11 +25,25 @@ const (
 )
 
 // cpuActive is cpu_active(): read locklessly, as the kernel reads
-// cpu_active_mask (an atomic bit).
-func (m *Machine) cpuActive(cpu int) bool { return !m.hotplug || m.active[cpu].Load() }
+// cpu_active_mask (peekMaskBit).
+func (m *Machine) cpuActive(cpu int) bool { return !m.hotplug || peekMaskBit(m.active, cpu) }
 
-// cpuOnline is cpu_online().
-func (m *Machine) cpuOnline(cpu int) bool { return !m.hotplug || m.online[cpu].Load() }
+// cpuOnline is cpu_online(), read as cpuActive.
+func (m *Machine) cpuOnline(cpu int) bool { return !m.hotplug || peekMaskBit(m.online, cpu) }
+
+// peekMaskBit reads cpu's bit of a CPU mask as the kernel's
+// cpumask_test_cpu() does: test_bit, a volatile load that orders nothing.
+// The bits are written with atomic stores (set_cpu_active's atomic
+// set_bit). An atomic load would give the race detector a happens-before
+// edge from the hotplug path of every CPU read to the reader, which the
+// kernel's load does not give (and load balancing reads a whole domain's
+// span per scan); like peekNrRunning, it is a plain load the detector
+// does not see.
+//
+//go:norace
+func peekMaskBit(mask []atomic.Bool, cpu int) bool {
+	return *(*uint32)(unsafe.Pointer(&mask[cpu])) != 0
+}
 
 // CPUActive reports cpu_active(cpu) (audits, reports).
 func (m *Machine) CPUActive(cpu int) bool { return m.cpuActive(cpu) }
