@@ -41,6 +41,7 @@ func (m *Machine) cpuOnline(cpu int) bool { return !m.hotplug || peekMaskBit(m.o
 // does not see.
 //
 //go:norace
+//go:nocheckptr
 func peekMaskBit(mask []atomic.Bool, cpu int) bool {
 	return *(*uint32)(unsafe.Pointer(&mask[cpu])) != 0
 }

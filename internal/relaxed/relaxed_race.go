@@ -15,6 +15,8 @@ func xadd64(p *uint64, n uint64) uint64
 
 // AddUint64 atomically adds n to *p and returns the new value, ordering
 // nothing (atomic64_add_return_relaxed), and invisible to the detector.
+//
+//go:nocheckptr
 func AddUint64(p *atomic.Uint64, n uint64) uint64 {
 	return xadd64((*uint64)(unsafe.Pointer(p)), n)
 }

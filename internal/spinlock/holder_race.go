@@ -13,4 +13,5 @@ import "unsafe"
 // see it; Holder's atomic load still reads the aligned word whole.
 //
 //go:norace
+//go:nocheckptr
 func (l *Lock) setHolder(v int32) { *(*int32)(unsafe.Pointer(&l.holder)) = v }
