@@ -84,12 +84,22 @@ func migrateDisableSwitch(r *rq.RQ, p *task.Task) {
 
 // dropMigrateDisable ends any migrate_disable region of an exiting task
 // (the kernel WARNs on exiting with migration disabled; the model lets a
-// killed task's CPU go down again).
+// killed task's CPU go down again). cpus_ptr goes back to cpus_mask as in
+// migrate_enable, under pi_lock and the rq lock: other CPUs read it under
+// either (pull_rt_task's candidates, under the rq lock). Without them this
+// was a data race of the model's own, found by a core-scheduling race
+// stress once the flight recorder stopped ordering every CPU's events.
 func (cp *CPU) dropMigrateDisable(p *task.Task) {
 	if p.MigrationDisabled > 0 {
+		if p.PinnedCPU >= 0 {
+			p.PiLock.Lock(cp.c.CPU)
+			cp.rq.Lock(cp.c)
+			p.SetPinnedCPU(-1)
+			cp.rq.Unlock(cp.c)
+			p.PiLock.Unlock(cp.c.CPU)
+		}
 		p.MigrationDisabled = 0
 		cp.nrPinned--
-		p.SetPinnedCPU(-1)
 	}
 }
 
