@@ -25,6 +25,10 @@ type View interface {
 	// (an affinity change that excluded its running task, whose mover
 	// has not run yet: its IPI may be due in the next epoch).
 	StopperPending(cpu int) bool
+	// IPIPending says that cpu has an IPI or a wake list entry pending
+	// (ttwu_queue_wakelist's llist, whose IPI may be due in the next
+	// epoch): its handler will enqueue and reschedule there.
+	IPIPending(cpu int) bool
 }
 
 // Config says what the audit checks.
@@ -130,7 +134,11 @@ func (a *auditor) queues() {
 		// until a sibling's core pick or its forced-idle tick picks again
 		// (starvation there is invariant 45 and the progress bound).
 		forcedIdle := r.CoreEnabled() && r.Core.Leader.Core.ForceidleCount > 0
-		if r.Curr() == r.Idle && len(ts) > 0 && !r.NeedResched() && !forcedIdle && !allDelayed(ts) {
+		// A pending IPI or wake list kicks the CPU too: sched_ttwu_pending
+		// enqueues the wakee and reschedules the idle task (a donor
+		// queued here whose owner is TASK_WAKING on this CPU's wake list
+		// waits for exactly that).
+		if r.Curr() == r.Idle && len(ts) > 0 && !r.NeedResched() && !forcedIdle && !allDelayed(ts) && !a.v.IPIPending(cpu) {
 			a.fail(check.InvProgress, cpu, ts[0], "cpu%d idles with %d queued tasks and no reschedule pending: they will not run until something else kicks it", cpu, len(ts))
 		}
 	}

@@ -22,6 +22,7 @@ func (v *view) Mutexes() []*mutex.Mutex { return nil }
 func (v *view) Now(cpu int) int64       { return 0 }
 func (v *view) Busy(cpu int) int64      { return 0 }
 func (v *view) StopperPending(int) bool { return false }
+func (v *view) IPIPending(int) bool     { return false }
 func (v *view) RetiredRuntime() int64   { return 0 }
 
 func machine(ncpu int) *view {

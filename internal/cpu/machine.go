@@ -419,6 +419,10 @@ func (m *Machine) Busy(cpu int) int64 { return m.cpus[cpu].busy }
 // audit's view; every CPU is parked).
 func (m *Machine) StopperPending(cpu int) bool { return len(m.cpus[cpu].stopWork) > 0 }
 
+// IPIPending reports an IPI or a wake list entry pending on cpu (the
+// audit's view; every CPU is parked).
+func (m *Machine) IPIPending(cpu int) bool { return m.cpus[cpu].pending() }
+
 // AddMutex creates a mutex. Only before Start.
 func (m *Machine) AddMutex(name string) *mutex.Mutex {
 	mx := mutex.New(len(m.mutexes), name, m.Task)
