@@ -8,6 +8,7 @@ import "sync/atomic"
 // the auditor's while every other CPU is parked): an atomic load and
 // store, which readers (scrapes, summaries) see whole, without the locked
 // read-modify-write of Add that the single writer does not need. Under
-// the race detector (bump_race.go) it is one Add: there every atomic
-// operation is a synchronisation event, and one costs less than two.
+// the race detector (bump_race.go) the writer adds with a plain load and
+// store the detector does not see: there every atomic operation is a
+// synchronisation event.
 func Bump(a *atomic.Uint64, n uint64) { a.Store(a.Load() + n) }
