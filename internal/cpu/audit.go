@@ -51,5 +51,6 @@ func (m *Machine) Audit() {
 			now = cp.c.Now
 		}
 	}
+	m.rcuBarrierPuts() // no CPU is inside a step: a grace period
 	m.audit(now)
 }

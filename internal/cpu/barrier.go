@@ -114,6 +114,7 @@ func (b *barrier) advanceLocked() {
 	h := b.horizon.Load()
 	e := m.epochs.Add(1)
 	m.runner.progress()
+	m.rcuBarrierPuts()
 	if m.cfg.AuditEvery > 0 && e%uint64(m.cfg.AuditEvery) == 0 {
 		m.audit(h)
 	}
@@ -143,5 +144,21 @@ func (b *barrier) advanceLocked() {
 	if m.stopping.Load() {
 		b.final = true
 		close(b.ch)
+	}
+}
+
+// rcuBarrierPuts runs the RCU callbacks queued in the epoch that ends: a
+// grace period has elapsed, since no CPU is inside a step (every read-side
+// section of the model, an IRQs-off stretch of __schedule included, lies
+// within one step). The kernel runs them later still, which only widens
+// the window in which a stale pointer is safe; the model takes the
+// narrowest the kernel's rule allows.
+func (m *Machine) rcuBarrierPuts() {
+	for _, cp := range m.cpus {
+		for i, p := range cp.rcuPuts {
+			p.PutTaskStruct()
+			cp.rcuPuts[i] = nil
+		}
+		cp.rcuPuts = cp.rcuPuts[:0]
 	}
 }

@@ -207,8 +207,13 @@ func (cp *CPU) switchTo(prev, next *task.Task) {
 		prev.SetOnCPU(false)
 		if dead {
 			// finish_task_switch: a dead prev drops its own reference
-			// (put_task_struct_rcu_user; the RCU delay is not modelled).
-			prev.PutTaskStruct()
+			// through put_task_struct_rcu_user, that is call_rcu: the
+			// put runs after a grace period, at the epoch barrier
+			// (rcuBarrierPuts). Code that still holds a pointer from
+			// before (IRQs off in __schedule, an RCU read side) finds a
+			// DEAD task, not freed memory.
+			prev.PutTaskStructRCUUser()
+			cp.rcuPuts = append(cp.rcuPuts, prev)
 		}
 	}
 }

@@ -149,10 +149,12 @@ func (h *harness) handle(t *testing.T, d *datadriven.TestData) string {
 	case "barrier":
 		// An epoch barrier with every CPU stopped (stop_machine): the
 		// take_cpu_down of every dying CPU that is empty one grace
-		// period after it went inactive.
+		// period after it went inactive, and the RCU callbacks queued
+		// before it (a dead task's delayed_put_task_struct).
 		// With respawn=on, also respawnEpoch: each reaped task's slot
 		// gets a TASK_NEW task (named NAME.GEN in the script).
 		h.m.epochs.Add(1)
+		h.m.rcuBarrierPuts() // a grace period: call_rcu callbacks run
 		h.m.hotplugEpoch(0)
 		if h.m.cfg.Respawn {
 			h.m.respawnEpoch()

@@ -145,6 +145,7 @@ func TestSignalAndCompleteOfAReapedTask(t *testing.T) {
 		{Kind: task.OpWake, Target: x.ID}, {Kind: task.OpCompute, Min: 3_600_000_000_000}}}})
 	for i := 0; i < 10 && !x.Freed(); i++ {
 		m.cpus[0].iterate(cfgHorizon)
+		m.rcuBarrierPuts() // a grace period after each step
 	}
 	if !x.Freed() {
 		t.Fatalf("setup: X did not exit and drop its last reference (state %v, refs %d)", x.State(), x.Refs())

@@ -87,6 +87,11 @@ type CPU struct {
 	signalDue, spuriousDue float64
 	busy                   int64 // virtual time spent executing tasks
 	wq                     mutex.WakeQ
+	// rcuPuts are the delayed_put_task_struct callbacks this CPU queued
+	// with call_rcu in this epoch (dead tasks' own references). Appended
+	// by this CPU; run at the epoch barrier, where every CPU is between
+	// steps and so outside any read side (rcuBarrierPuts).
+	rcuPuts []*task.Task
 	// stopWork lists tasks whose affinity no longer allows this CPU and
 	// which were running when it changed. Protected by the rq lock.
 	stopWork []*task.Task

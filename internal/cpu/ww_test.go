@@ -107,6 +107,7 @@ type pauseAt struct {
 	cpu, run int
 	steps    int
 	when     func() bool // armed when set and true
+	grace    bool        // a grace period ends within the pause
 	hit      bool
 }
 
@@ -118,6 +119,13 @@ func (h *pauseAt) Yield(c *spinlock.CPU, pt spinlock.Point) {
 	for i := 0; i < h.steps; i++ {
 		h.m.cpus[h.run].iterate(cfgHorizon)
 	}
+	if h.grace {
+		// The pause outlasts an RCU grace period, as it may where the
+		// waker runs preemptible after the release (wake_up_q before
+		// raw_spin_unlock_irqrestore_wake disabled preemption around
+		// it): dead tasks' call_rcu puts run.
+		h.m.rcuBarrierPuts()
+	}
 }
 
 func (h *pauseAt) Spin(*spinlock.CPU, *spinlock.Lock) bool { return false }
@@ -126,11 +134,12 @@ func (h *pauseAt) Spin(*spinlock.CPU, *spinlock.Lock) bool { return false }
 // held by Y (younger, cpu1, computing): the wound queues Y on O's
 // wake_q. Before O's wake_up_q (right after it drops b's wait_lock) Y
 // ends its program: do_exit releases b (handed to O) and Y's last
-// switch-out drops its own reference. Only the wake_q's reference keeps
-// Y's task struct alive for O's wake-up. Returns the violations and Y.
+// switch-out hands its own reference to call_rcu, whose grace period ends
+// within the pause. Only the wake_q's reference keeps Y's task struct
+// alive for O's wake-up. Returns the violations and Y.
 func wwVictimExitsBeforeWake(t *testing.T) ([]string, *task.Task, *Machine) {
 	t.Helper()
-	hook := &pauseAt{cpu: 0, run: 1, steps: 10}
+	hook := &pauseAt{cpu: 0, run: 1, steps: 10, grace: true}
 	cfg := DefaultConfig()
 	cfg.CPUs = 2
 	cfg.Epoch, cfg.SimTime = cfgHorizon, cfgHorizon

@@ -389,6 +389,11 @@ type Task struct {
 	// gone, and any later use is a use-after-free (invariant 53).
 	usage atomic.Int32
 	freed atomic.Bool
+	// released is set at the dead task's last switch-out, when its own
+	// reference is handed to call_rcu (put_task_struct_rcu_user): from
+	// then on a pid lookup no longer finds it, while the struct itself
+	// stays valid until the grace period ends (the epoch barrier).
+	released atomic.Bool
 
 	// Exec is the task's own execution state: touched only by the CPU that
 	// runs the task.
@@ -482,6 +487,9 @@ func (p *Task) GetTaskStruct() { p.usage.Add(1) }
 // unless the last one is gone (a pid lookup that finds the task released:
 // kill(2) gets ESRCH).
 func (p *Task) TryGetTaskStruct() bool {
+	if p.released.Load() {
+		return false
+	}
 	for {
 		n := p.usage.Load()
 		if n <= 0 {
@@ -502,6 +510,13 @@ func (p *Task) PutTaskStruct() bool {
 	}
 	return false
 }
+
+// PutTaskStructRCUUser is the first half of put_task_struct_rcu_user(p)
+// for a dead task at its last switch-out: the task is released (pid
+// lookups fail) and its own reference is to be dropped by the RCU
+// callback (delayed_put_task_struct), which the caller queues; the
+// callback calls PutTaskStruct.
+func (p *Task) PutTaskStructRCUUser() { p.released.Store(true) }
 
 // Freed reports whether p's last reference was dropped.
 func (p *Task) Freed() bool { return p.freed.Load() }
