@@ -237,6 +237,27 @@ func describe(p *task.Task) string {
 	return fmt.Sprintf("%v [state %v, on_rq %d, on_cpu %v, cpu %d, blocked_on %s, is_blocked %v]", p, p.State(), p.OnRQ(), p.OnCPU(), p.CPU(), bo, isb)
 }
 
+// fairState renders p's EEVDF state on r for a progress report: what
+// decides whether the pick can reach it.
+func fairState(r *rq.RQ, p *task.Task) string {
+	if p == nil || p == r.Idle {
+		return "idle"
+	}
+	se := &p.SE
+	return fmt.Sprintf("%v vruntime %d deadline %d slice %d weight %d eligible %v delayed %v sum_exec %d at %s",
+		p, se.Vruntime, se.Deadline, se.Slice, se.Weight, r.EntityEligible(p), se.Delayed, se.SumExecRuntime, execAt(p))
+}
+
+// execAt renders where p's program is: the instruction, its phase and the
+// compute left (the audit runs with every CPU parked).
+func execAt(p *task.Task) string {
+	ex := &p.Exec
+	if ex.Prog == nil || ex.PC >= len(ex.Prog.Ops) {
+		return fmt.Sprintf("pc %d (end)", ex.PC)
+	}
+	return fmt.Sprintf("pc %d %v phase %d left %d", ex.PC, ex.Prog.Ops[ex.PC].Kind, ex.Phase, ex.Left)
+}
+
 // chain renders the blocked_on chain from p through owners.
 func chain(p *task.Task) string {
 	var parts []string
@@ -475,8 +496,9 @@ func (a *liveAuditor) scaledProgress() {
 	}
 	if worst != nil && worstWait > bound {
 		r := a.v.RQ(worst.CPU())
-		a.fail(check.InvProgress, worst.CPU(), worst, "runnable %v has waited %d ns on cpu%d without running, not counting the %d ns the CPU spent on RT and deadline donors meanwhile: more than %d x the longest wait completed in this run (%d ns) and the floor %d. CPU's donor now %v, curr %v. Task: %s",
-			worst, worstWait, worst.CPU(), r.HiClassTime(a.horizon)-worst.SE.RunnableHi, a.cfg.ProgressFactor, a.maxWait, a.cfg.ProgressFloor, r.PeekDonor(), r.Curr(), describe(worst))
+		a.fail(check.InvProgress, worst.CPU(), worst, "runnable %v has waited %d ns on cpu%d without running, not counting the %d ns the CPU spent on RT and deadline donors meanwhile: more than %d x the longest wait completed in this run (%d ns) and the floor %d. CPU's donor now %v, curr %v. Task: %s. Fair state (avg_vruntime %d): donor %s; task %s",
+			worst, worstWait, worst.CPU(), r.HiClassTime(a.horizon)-worst.SE.RunnableHi, a.cfg.ProgressFactor, a.maxWait, a.cfg.ProgressFloor, r.PeekDonor(), r.Curr(), describe(worst),
+			r.AvgVruntime(), fairState(r, r.PeekDonor()), fairState(r, worst))
 	}
 }
 
