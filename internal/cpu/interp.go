@@ -694,7 +694,13 @@ func (cp *CPU) exit(p *task.Task) {
 	cp.rq.UnlockIrq(cp.c)
 	cp.endRequest(p)
 	p.Stats.ExitAt = cp.c.Now
+	// do_task_dead: set_special_state(TASK_DEAD), the store under
+	// pi_lock, so that a try_to_wake_up that matched an earlier sleeping
+	// state (and holds pi_lock until it has set TASK_WAKING) cannot
+	// overwrite it and enqueue the dead task.
+	p.PiLock.Lock(cp.c.CPU)
 	p.SetState(task.Dead)
+	p.PiLock.Unlock(cp.c.CPU)
 	cp.c.Inc(stats.Exits)
 	cp.c.Emit(trace.EvExit, int32(p.ID), 0, 0, 0)
 	cp.schedule(false)
