@@ -49,6 +49,7 @@ func Audit(v View, cfg Config, report func(check.Violation)) {
 	a.blocked()
 	a.runtime()
 	a.taskRefs()
+	a.exitedDead()
 }
 
 type auditor struct {
@@ -115,6 +116,11 @@ func (a *auditor) queues() {
 			a.where[p] = cpu
 			if p.OnRQ() != task.OnRQQueued || p.CPU() != cpu || p.SE.QueueCPU != cpu {
 				a.fail(check.InvOneQueue, cpu, p, "%v in cpu%d's queue with on_rq=%d task_cpu=%d", p, cpu, p.OnRQ(), p.CPU())
+			}
+			if p.Freed() {
+				// The barrier ran the RCU callbacks: the last reference
+				// was dropped with the task still on this runqueue.
+				a.fail(check.InvUseAfterFree, cpu, p, "%v is queued on cpu%d after its last reference was dropped (freed at the barrier)", p, cpu)
 			}
 			if p.State() == task.Dead {
 				a.fail(check.InvOneQueue, cpu, p, "%v is DEAD but queued", p)
@@ -413,6 +419,49 @@ func (a *auditor) taskRefs() {
 		if got := p.Refs(); got != want {
 			a.fail(check.InvTaskRefs, p.CPU(), p, "%v (%v) holds %d task references at the barrier, want %d (its own: %v, waiters parked on it: %d)",
 				p, p.State(), got, want, !p.Exec.Reaped, links[p])
+		}
+	}
+}
+
+// exitedDead is invariant 63. do_exit ends in do_task_dead: TASK_DEAD,
+// stored under pi_lock (set_special_state) so that no waker that matched
+// an earlier sleeping state can store over it, then a last __schedule
+// that dequeues the task for good. At the barrier no CPU is inside that
+// step, so a task whose do_exit ran is DEAD, off every runqueue and no
+// CPU's curr or donor. Anything else is a dead task back in the
+// scheduler: it is picked again, runs nothing and charges nothing, and
+// the fair runqueue's V stops under it (docs/findings.md).
+func (a *auditor) exitedDead() {
+	seen := map[*task.Task]bool{}
+	// where is how a runqueue holds p ("" for the task table's look).
+	check1 := func(cpu int, p *task.Task, where string) {
+		if p == nil || !p.Exec.Exited || seen[p] {
+			return
+		}
+		seen[p] = true
+		if s, q := p.State(), p.OnRQ(); s != task.Dead || q != task.OnRQNone || where != "" {
+			if where == "" {
+				where = fmt.Sprintf(" on cpu%d", p.CPU())
+			}
+			a.fail(check.InvExitedDead, cpu, p, "%v ran do_exit but is %v with on_rq %d%s: a wake-up or an activation put it back after TASK_DEAD", p, s, q, where)
+		}
+	}
+	// The runqueues first: a task reaped and respawned is no longer in
+	// the task table, but may still be queued.
+	for cpu := 0; cpu < a.v.NumCPUs(); cpu++ {
+		r := a.v.RQ(cpu)
+		for _, p := range r.Tasks() {
+			check1(cpu, p, fmt.Sprintf(", queued on cpu%d", cpu))
+		}
+		for _, p := range []*task.Task{r.Curr(), r.PeekDonor()} {
+			if p != r.Idle {
+				check1(cpu, p, fmt.Sprintf(", cpu%d's curr %v, donor %v", cpu, r.Curr(), r.PeekDonor()))
+			}
+		}
+	}
+	for _, p := range a.v.Tasks() {
+		if p != nil {
+			check1(p.CPU(), p, "")
 		}
 	}
 }

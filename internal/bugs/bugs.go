@@ -76,6 +76,7 @@ const (
 	CoreDLTie                       // finding F14: prio_less gives deadline ties to the other sibling; the proxy re-pick livelocks
 	CoreRTForceidle                 // K5: the pre-fix per-class core pick skips a class empty here for every sibling: tagged CFS runs, a sibling's RT is forced idle
 	CoreTreeStaleKey                // K7: sched_core_enqueue before the class enqueue: core_tree ranks a waking task by its pre-placement vruntime
+	ActivateExited                  // finding F15: activate_blocked_waiters enqueues a waiter that was woken meanwhile and has exited
 	NumBugs
 )
 
@@ -237,6 +238,9 @@ var Catalogue = []Bug{
 	{CoreTreeStaleKey, 0, "core-tree-stale-key", Historical, "5.14 (-tip 11/32 \"sched: Enqueue task into core queue only after vruntime is updated\", Joel Fernandes, Nov 2020)",
 		"enqueue_task called sched_core_enqueue before the class's enqueue_task, so a waking task was linked into rq->core_tree (ordered by priority at insertion, never re-sorted) with the vruntime it had before place_entity moved it (or a SCHED_DEADLINE task with its deadline before the replenishment): a long sleeper's old, small vruntime ranks it leftmost and sched_core_find picks it for a sibling ahead of tasks that are owed more (an artificial boost). The fix links it after the class enqueue. --bug restores the old order (a delayed task being requeued is then still sched_delayed and not linked at all). Needs --core-sched",
 		"inline after enqueue_task: a linked task's key equals its key after the class enqueue; audit: core_tree holds exactly the queued, non-delayed tasks with a cookie (invariant 62)"},
+	{ActivateExited, 0, "activate-exited", Finding, "open@014c4be7",
+		"activate_blocked_waiters unlinks a parked waiter from its waking owner's list (__proxy_remove_from_sleeping_owner, under the owner's blocked_lock), drops that lock and only then takes the waiter's pi_lock in do_activate_blocked_waiter. In between, the waiter is an ordinary sleeper no list points at: the owner's unlock (or SIGKILL) wakes it, it runs, takes and releases the mutex and exits. Its last __schedule sets is_blocked and dequeues it, so every test of do_activate_blocked_waiter passes (is_blocked, not TASK_WAKING, off the runqueue, not on a CPU) and the dead task is enqueued, holding no reference: its struct is freed one grace period later while it is still queued, unless a pick reaches it first (find_proxy_task then sees blocked_on clear and proxy_deactivate takes it off). The model's fix also returns on TASK_DEAD, which set_special_state stores under pi_lock, so the test is stable there; --bug restores the reference",
+		"inline in do_activate_blocked_waiter: the task activated is TASK_DEAD (invariant 63); audit: a queued task that exited (invariant 63, and 6), or freed (53)"},
 }
 
 // raceOnly are the entries only the race detector catches.
@@ -253,6 +257,8 @@ func (b Bug) HuntSkip() string {
 		return "only the race detector catches it: 'proxysim bugs --hunt --race' hunts it, counting the data race report (docs/findings.md)"
 	case b.ID == ProxyMigrateOffline:
 		return "needs a throttled DL owner alone on a CPU as it goes down: a hunt with --only (16 CPUs) catches it 3/3 at a median of 3-4 s, but its worst run took 47 s, too close to the catalogue test's 60 s; internal/cpu/testdata/finding_proxy_migrate_offline.txt pins it deterministically"
+	case b.ID == ActivateExited:
+		return "needs a waiter to be woken, run and exit inside the few instructions between activate_blocked_waiters' unlock of the owner's blocked_lock and do_activate_blocked_waiter's pi_lock: 2 of 4 stress runs at 16 CPUs in 60 s (about 36 s each), 0 of 2 at 64 CPUs, and no deterministic strategy in 20 s; internal/cpu/testdata/finding_activate_exited.txt pins it deterministically"
 	case b.ID == DonorAffinityExempt:
 		return "needs a mask change in the window between a proxy's unlock waking its donor and the next schedule: 1/3 runs at 64 CPUs in 60 s, 2/3 at 16 CPUs with --shuffle-interval 1ms in 30 s (4 s and 23 s); internal/cpu/testdata/finding_donor_affinity_exempt.txt pins it deterministically"
 	}

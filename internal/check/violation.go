@@ -59,6 +59,7 @@ const (
 	InvTaskRefs          Invariant = 60 // at the barrier a task's refcount is its own reference (until reaped) plus one per waiter parked on it
 	InvCoreClass         Invariant = 61 // after a core-wide pick no task left queued on a forced-idle sibling is of a higher class than the core's max
 	InvCoreTree          Invariant = 62 // rq->core_tree holds exactly the rq's queued, non-delayed tasks with a cookie, each linked with its key after the class enqueue
+	InvExitedDead        Invariant = 63 // a task that ran do_exit stays TASK_DEAD: never woken, enqueued or run again
 )
 
 var invNames = map[Invariant]string{
@@ -83,6 +84,7 @@ var invNames = map[Invariant]string{
 	InvTaskRefs:     "task-refs",
 	InvCoreClass:    "core-class",
 	InvCoreTree:     "core-tree",
+	InvExitedDead:   "exited-dead",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

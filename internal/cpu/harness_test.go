@@ -824,7 +824,9 @@ func (h *harness) coreTree() string {
 // N passes a lock-release yield point while X is on_rq MIGRATING (when=
 // migrating), woken (when=waking: is_blocked with blocked_on cleared) or
 // popped off a shared_runq shard by CPU N and not yet rechecked under
-// task_rq_lock (when=popped),
+// task_rq_lock (when=popped), taken off a sleeping owner's list by
+// activate_blocked_waiters and not yet activated (when=activating: the
+// link cleared, X still parked: is_blocked, off every queue, not WAKING),
 // or a lock-acquire point inside X's mutex_unlock before wait_lock (when=
 // unlocking: X let go of a mutex whose owner word still names it), holding no lock but pi_locks, CPU
 // M takes K turns of its loop right there, as it could concurrently, and
@@ -852,8 +854,8 @@ func (h *harness) armInterrupt(t *testing.T, d *datadriven.TestData) string {
 	in := &interrupt{cpu: h.intArg(t, d, "cpu", 0), run: h.intArg(t, d, "run", 0), steps: h.intArg(t, d, "steps", 1), p: h.taskArg(t, d, "task")}
 	d.ScanArgs(t, "when", &in.when)
 	in.signal = d.HasArg("signal")
-	if in.when != "migrating" && in.when != "waking" && in.when != "unlocking" && in.when != "popped" && in.when != "blocking" {
-		t.Fatalf("%s: interrupt when=%q: want migrating, waking, unlocking, popped or blocking", d.Pos, in.when)
+	if in.when != "migrating" && in.when != "waking" && in.when != "unlocking" && in.when != "popped" && in.when != "blocking" && in.when != "activating" {
+		t.Fatalf("%s: interrupt when=%q: want migrating, waking, unlocking, popped, blocking or activating", d.Pos, in.when)
 	}
 	if in.signal {
 		h.intr = in
@@ -941,6 +943,12 @@ func (h *harness) interruptDue(c *spinlock.CPU, in *interrupt) bool {
 		// a shared_runq pull has popped X and dropped its rq lock, not
 		// yet in task_rq_lock(X)
 		return h.m.cpus[in.cpu].srqPopped == in.p
+	case "activating":
+		// activate_blocked_waiters has unlinked X (under the owner's
+		// blocked_lock, now dropped) and not yet taken X's pi_lock in
+		// do_activate_blocked_waiter
+		_, isb, _ := in.p.Peek()
+		return isb && in.p.SleepingOwner.Load() == nil && in.p.OnRQ() == task.OnRQNone && in.p.State() != task.Waking && !in.p.OnCPU()
 	case "blocking":
 		st := in.p.State()
 		return st != task.Running && st != task.Dead && h.m.cpus[in.cpu].rq.Curr() == in.p

@@ -642,7 +642,16 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *
 	} else {
 		blocked = w.IsBlockedOnce() // READ_ONCE: the proposed fix
 	}
-	if !blocked || w.State() == task.Waking || w.OnRQ() != task.OnRQNone {
+	st := w.State()
+	if !blocked || st == task.Waking || w.OnRQ() != task.OnRQNone {
+		return
+	}
+	if st == task.Dead && !c.Bug(bugs.ActivateExited) {
+		// Finding F15's fix: between its unlink from owner's list and
+		// this pi_lock, w was woken, ran and exited; its last __schedule
+		// set is_blocked again. TASK_DEAD is stored under pi_lock
+		// (set_special_state), so the test is stable here.
+		c.Inc(stats.BlockedWaiterDeadSkips)
 		return
 	}
 	if c.Bug(bugs.LateActivationOnCPU) {
@@ -662,6 +671,10 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *
 		tr.NrUninterruptible--
 	}
 	tr.ActivateTask(c, w, rq.EnqueueWakeup|rq.EnqueueMigrated)
+	if st == task.Dead {
+		// --bug activate-exited: the reference's tests let it through.
+		c.Warn(check.InvExitedDead, w.ID, w.String(), "do_activate_blocked_waiter on cpu%d: %v has exited (TASK_DEAD, is_blocked from its last __schedule) and is enqueued with no reference held: it was woken, ran and exited after activate_blocked_waiters unlinked it from %v", target, w, owner)
+	}
 	tr.CheckPreemptCurr(c, w)
 	tr.Unlock(c)
 	c.Inc(stats.BlockedWaiterActivations)

@@ -128,6 +128,7 @@ const (
 	NewidleCutAvgIdle      // ... the CPU's average idle period was shorter than its smallest domain's max_newidle_lb_cost
 	NewidleCutDomain       // newidle domain walks stopped before a domain: avg_idle < the walk's cost so far + that domain's max_newidle_lb_cost
 	NewidleCostNs          // virtual ns spent in newidle domain walks (their cost, charged to nobody)
+	BlockedWaiterDeadSkips // do_activate_blocked_waiter found the waiter TASK_DEAD and left it (finding F15's fix)
 	NumCounters
 )
 
@@ -159,6 +160,7 @@ var CounterNames = [NumCounters]string{
 	"eevdf_picks_protected", "eevdf_picks_searched",
 	"newidle_balances", "newidle_domains", "newidle_pulls",
 	"newidle_cut_ttwu_pending", "newidle_cut_overload", "newidle_cut_avg_idle", "newidle_cut_domain", "newidle_cost_ns",
+	"blocked_waiter_dead_skips",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
