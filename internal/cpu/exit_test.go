@@ -22,14 +22,7 @@ import (
 // every queue, once the lock is released.
 func TestExitStoresDeadUnderPiLock(t *testing.T) {
 	hook := &spinReport{held: make(chan string, 1)}
-	cfg := DefaultConfig()
-	cfg.CPUs = 2
-	cfg.Epoch, cfg.SimTime = cfgHorizon, cfgHorizon
-	cfg.RingSize = 1 << 12
-	cfg.Seed = 1
-	cfg.AuditEvery = 0
-	cfg.Hooks = func(int) spinlock.Hooks { return hook }
-	m, err := New(cfg)
+	m, err := New(steppedConfig(hook))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,20 @@ import (
 	"github.com/proxysim/proxysim/internal/task"
 )
 
+// steppedConfig is a 2-CPU machine whose CPUs a test steps by hand
+// (iterate with cfgHorizon): no epochs, no periodic audit, every CPU's
+// lock layer calling hook.
+func steppedConfig(hook spinlock.Hooks) Config {
+	cfg := DefaultConfig()
+	cfg.CPUs = 2
+	cfg.Epoch, cfg.SimTime = cfgHorizon, cfgHorizon
+	cfg.RingSize = 1 << 12
+	cfg.Seed = 1
+	cfg.AuditEvery = 0
+	cfg.Hooks = func(int) spinlock.Hooks { return hook }
+	return cfg
+}
+
 // spinReport reports, once, what a CPU holds when it first has to wait
 // for the watched lock.
 type spinReport struct {
@@ -45,14 +59,8 @@ func TestWWNestedBlockedLockABBA(t *testing.T) {
 	for _, bug := range []bool{false, true} {
 		t.Run(fmt.Sprintf("bug=%v", bug), func(t *testing.T) {
 			hook := &spinReport{held: make(chan string, 1)}
-			cfg := DefaultConfig()
-			cfg.CPUs = 2
-			cfg.Epoch, cfg.SimTime = cfgHorizon, cfgHorizon
-			cfg.RingSize = 1 << 12
-			cfg.Seed = 1
-			cfg.AuditEvery = 0
+			cfg := steppedConfig(hook)
 			cfg.NoOptimisticSpin = true
-			cfg.Hooks = func(int) spinlock.Hooks { return hook }
 			if bug {
 				cfg.Bugs = bugs.Set(0).With(bugs.WWNestedBlockedLock)
 			}
@@ -140,14 +148,8 @@ func (h *pauseAt) Spin(*spinlock.CPU, *spinlock.Lock) bool { return false }
 func wwVictimExitsBeforeWake(t *testing.T) ([]string, *task.Task, *Machine) {
 	t.Helper()
 	hook := &pauseAt{cpu: 0, run: 1, steps: 10, grace: true}
-	cfg := DefaultConfig()
-	cfg.CPUs = 2
-	cfg.Epoch, cfg.SimTime = cfgHorizon, cfgHorizon
-	cfg.RingSize = 1 << 12
-	cfg.Seed = 1
-	cfg.AuditEvery = 0
+	cfg := steppedConfig(hook)
 	cfg.NoOptimisticSpin = true
-	cfg.Hooks = func(int) spinlock.Hooks { return hook }
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
