@@ -105,6 +105,7 @@ func (a *auditor) queues() {
 				a.fail(check.InvOneQueue, cpu, p, "%v queued on cpu%d and cpu%d", p, prev, cpu)
 			}
 			a.where[p] = cpu
+			a.queuedExited(cpu, p)
 			if p.OnRQ() != task.OnRQQueued || p.CPU() != cpu || p.SE.QueueCPU != cpu || !p.SE.DL.Throttled || p.SE.DL.OnDLRQ {
 				a.fail(check.InvOneQueue, cpu, p, "%v on cpu%d's throttled DL list with on_rq=%d task_cpu=%d throttled=%v in-tree=%v", p, cpu, p.OnRQ(), p.CPU(), p.SE.DL.Throttled, p.SE.DL.OnDLRQ)
 			}
@@ -125,6 +126,7 @@ func (a *auditor) queues() {
 			if p.State() == task.Dead {
 				a.fail(check.InvOneQueue, cpu, p, "%v is DEAD but queued", p)
 			}
+			a.queuedExited(cpu, p)
 			runnable := (!a.cfg.Proxy || !blockedPeek(p)) && !p.SE.Delayed
 			if runnable && !p.CPUsMask.Has(cpu) && !p.MigrationReady && p.PinnedCPU != cpu && !p.StopFailed {
 				a.fail(check.InvRunnableInMask, cpu, p, "runnable %v queued on cpu%d outside its mask %v (wake_cpu %d)", p, cpu, p.CPUsMask, p.WakeCPU)
@@ -432,37 +434,32 @@ func (a *auditor) taskRefs() {
 // scheduler: it is picked again, runs nothing and charges nothing, and
 // the fair runqueue's V stops under it (docs/findings.md).
 func (a *auditor) exitedDead() {
-	seen := map[*task.Task]bool{}
-	// where is how a runqueue holds p ("" for the task table's look).
-	check1 := func(cpu int, p *task.Task, where string) {
-		if p == nil || !p.Exec.Exited || seen[p] {
-			return
-		}
-		seen[p] = true
-		if s, q := p.State(), p.OnRQ(); s != task.Dead || q != task.OnRQNone || where != "" {
-			if where == "" {
-				where = fmt.Sprintf(" on cpu%d", p.CPU())
-			}
-			a.fail(check.InvExitedDead, cpu, p, "%v ran do_exit but is %v with on_rq %d%s: a wake-up or an activation put it back after TASK_DEAD", p, s, q, where)
-		}
-	}
-	// The runqueues first: a task reaped and respawned is no longer in
-	// the task table, but may still be queued.
+	// Queued tasks were looked at by queues (queuedExited): that walk
+	// also finds a reaped task, which leaves the task table when its slot
+	// is respawned but may still be queued.
 	for cpu := 0; cpu < a.v.NumCPUs(); cpu++ {
 		r := a.v.RQ(cpu)
-		for _, p := range r.Tasks() {
-			check1(cpu, p, fmt.Sprintf(", queued on cpu%d", cpu))
-		}
 		for _, p := range []*task.Task{r.Curr(), r.PeekDonor()} {
-			if p != r.Idle {
-				check1(cpu, p, fmt.Sprintf(", cpu%d's curr %v, donor %v", cpu, r.Curr(), r.PeekDonor()))
+			if _, queued := a.where[p]; p != r.Idle && p.Exec.Exited && !queued {
+				a.fail(check.InvExitedDead, cpu, p, "%v ran do_exit but is %v with on_rq %d, cpu%d's curr %v, donor %v: a wake-up or an activation put it back after TASK_DEAD", p, p.State(), p.OnRQ(), cpu, r.Curr(), r.PeekDonor())
 			}
 		}
 	}
 	for _, p := range a.v.Tasks() {
-		if p != nil {
-			check1(p.CPU(), p, "")
+		if _, queued := a.where[p]; p == nil || !p.Exec.Exited || queued {
+			continue
 		}
+		if s, q := p.State(), p.OnRQ(); s != task.Dead || q != task.OnRQNone {
+			a.fail(check.InvExitedDead, p.CPU(), p, "%v ran do_exit but is %v with on_rq %d on cpu%d: a wake-up or an activation put it back after TASK_DEAD", p, s, q, p.CPU())
+		}
+	}
+}
+
+// queuedExited is invariant 63 for a task queued on cpu: it must not
+// have run do_exit.
+func (a *auditor) queuedExited(cpu int, p *task.Task) {
+	if p.Exec.Exited {
+		a.fail(check.InvExitedDead, cpu, p, "%v ran do_exit but is %v with on_rq %d, queued on cpu%d: a wake-up or an activation put it back after TASK_DEAD", p, p.State(), p.OnRQ(), cpu)
 	}
 }
 

@@ -207,3 +207,22 @@ func TestParkedOwnerWokenWaiter(t *testing.T) {
 		t.Fatalf("a sleeping waiter on the list with no blocked_on: %v, want one report", got)
 	}
 }
+
+// Invariant 63 for a task off every queue: once do_exit has run, any
+// state but TASK_DEAD means a waker stored over it (the plain store of
+// TASK_DEAD that a try_to_wake_up past its state test overwrote with
+// TASK_WAKING, docs/findings.md).
+func TestExitedDeadOffQueue(t *testing.T) {
+	v := machine(1)
+	p := task.New(1, "p", 1, 0)
+	p.Exec.Exited = true
+	p.SetState(task.Dead)
+	v.tasks = append(v.tasks, p)
+	if got := reported(v, check.InvExitedDead); len(got) != 0 {
+		t.Fatalf("an exited task, DEAD and off every queue: %v", got)
+	}
+	p.SetState(task.Waking)
+	if got := reported(v, check.InvExitedDead); len(got) != 1 || !strings.Contains(got[0], "p/1 ran do_exit but is WAKING") {
+		t.Fatalf("an exited task stored over with TASK_WAKING: got %v, want one report naming p/1 WAKING", got)
+	}
+}
