@@ -64,7 +64,14 @@ type Conductor struct {
 	// participant holding the turn moves its clock (or has its pct
 	// priority lowered), so a turn changes the leaves of the previous
 	// holder and of the spinners it clears.
-	tree    []int32
+	tree []int32
+	// keys[k] is the key of tree[k]'s winner (time: its clock; pct: its
+	// negated priority) as read when node k was last fixed, so that a fix
+	// compares two words rather than following two clock pointers. A
+	// paused participant's key cannot go stale: only the turn's holder
+	// moves its clock or has its priority lowered, and its leaf and path
+	// are fixed when it passes the turn on (scheduleLocked).
+	keys    []int64
 	leaves  int
 	spinIDs []int // participants with spinning set (cleared together)
 	// treeStale: leaves changed while a participant held the turn (Stop,
@@ -149,14 +156,27 @@ func (c *Conductor) Yield(id int, spin bool) {
 		}
 		c.spinIDs = c.spinIDs[:0]
 	}
-	c.setSpinning(id, spin)
+	if c.spinning[id] != spin {
+		// Not setSpinning: scheduleLocked fixes the holder's leaf anyway.
+		c.spinning[id] = spin
+		if spin {
+			c.spinIDs = append(c.spinIDs, id)
+		}
+	}
 	c.passTurnLocked(id)
 }
 
 // passTurnLocked hands the turn to the next participant, releases the
-// conductor's lock and waits until id has the turn again.
+// conductor's lock and waits until id has the turn again. When the pick
+// is id itself (most turns of the time and pct strategies: a yield point
+// that moved no clock past another's), id keeps the turn without a trip
+// through its channel.
 func (c *Conductor) passTurnLocked(id int) {
-	c.scheduleLocked()
+	if c.pickNextLocked() == id {
+		c.mu.Unlock()
+		return
+	}
+	c.handOutLocked()
 	ch := c.turn[id]
 	c.mu.Unlock()
 	<-ch
@@ -230,6 +250,7 @@ func (c *Conductor) buildTree() {
 		c.leaves <<= 1
 	}
 	c.tree = make([]int32, 2*c.leaves)
+	c.keys = make([]int64, 2*c.leaves)
 	for i := range c.tree {
 		c.tree[i] = -1
 	}
@@ -238,42 +259,47 @@ func (c *Conductor) buildTree() {
 	}
 }
 
-// win returns the winner of a and b: under the time strategy the smaller
-// clock, under pct the higher priority, the lower index on a tie; -1 is
-// nobody.
-func (c *Conductor) win(a, b int32) int32 {
-	switch {
-	case a < 0:
-		return b
-	case b < 0:
-		return a
-	}
-	var ka, kb int64
+// keyOf returns participant i's tournament key: under the time strategy
+// its clock, under pct its negated priority (the smaller key wins).
+func (c *Conductor) keyOf(i int) int64 {
 	if c.prio != nil {
-		ka, kb = -int64(c.prio[a]), -int64(c.prio[b])
-	} else {
-		ka, kb = *c.clocks[a], *c.clocks[b]
+		return -int64(c.prio[i])
 	}
-	if kb < ka || kb == ka && b < a {
-		return b
-	}
-	return a
+	return *c.clocks[i]
 }
 
-// fixLocked recomputes participant i's leaf and its path to the root.
+// fixLocked recomputes participant i's leaf and its path to the root:
+// at each node the smaller key wins, the lower index on a tie, and -1
+// (nobody) loses to anyone. It stops at the first node whose winner and
+// key come out as they were: the nodes above it depend on nothing else
+// that changed. Most turns end with the holder's leaf unchanged (a yield
+// point that did not move its clock), and then nothing is recomputed.
 func (c *Conductor) fixLocked(i int) {
 	if c.tree == nil {
 		return
 	}
-	leaf := int32(-1)
-	if c.state[i] == runnable && !c.spinning[i] {
-		leaf = int32(i)
-	}
+	tree, keys := c.tree, c.keys
 	k := c.leaves + i
-	c.tree[k] = leaf
-	for k > 1 {
+	w, key := int32(-1), int64(0)
+	if c.state[i] == runnable && !c.spinning[i] {
+		w, key = int32(i), c.keyOf(i)
+	}
+	for {
+		if tree[k] == w && (w < 0 || keys[k] == key) {
+			return
+		}
+		tree[k], keys[k] = w, key
+		if k == 1 {
+			return
+		}
 		k >>= 1
-		c.tree[k] = c.win(c.tree[2*k], c.tree[2*k+1])
+		l, r := 2*k, 2*k+1
+		a, b := tree[l], tree[r]
+		if b < 0 || a >= 0 && keys[l] <= keys[r] { // a < b: the left child holds the lower indices
+			w, key = a, keys[l]
+		} else {
+			w, key = b, keys[r]
+		}
 	}
 }
 
@@ -343,6 +369,20 @@ func (c *Conductor) Steps() uint64 {
 
 // scheduleLocked picks the next participant and hands it the turn.
 func (c *Conductor) scheduleLocked() {
+	c.pickNextLocked()
+	c.handOutLocked()
+}
+
+// handOutLocked sends the turn to the participant pickNextLocked chose.
+func (c *Conductor) handOutLocked() {
+	if c.running >= 0 {
+		c.turn[c.running] <- struct{}{}
+	}
+}
+
+// pickNextLocked picks the next participant, makes it the holder of the
+// turn and counts the turn; it returns the pick (-1: nobody).
+func (c *Conductor) pickNextLocked() int {
 	if c.treeStale {
 		c.treeStale = false
 		for i := range c.state {
@@ -354,14 +394,14 @@ func (c *Conductor) scheduleLocked() {
 	next := c.pickLocked()
 	c.running = next
 	if next < 0 {
-		return // everyone exited (or blocked: the machine is stuck; the watchdog will say so)
+		return next // everyone exited (or blocked: the machine is stuck; the watchdog will say so)
 	}
 	c.steps++
 	if c.StallSteps > 0 && !c.stalled && c.steps-c.lastMark > c.StallSteps && c.OnStall != nil {
 		c.stalled = true
 		c.OnStall(c.steps)
 	}
-	c.turn[next] <- struct{}{}
+	return next
 }
 
 func (c *Conductor) pickLocked() int {
