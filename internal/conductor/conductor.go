@@ -2,7 +2,6 @@ package conductor
 
 import (
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -49,7 +48,6 @@ const (
 type Conductor struct {
 	strat Strategy
 	rng   *rand.Rand
-	pcg   *rand.PCG          // rng's source, drawn from directly by oneIn
 	clock func(id int) int64 // virtual clock of a paused participant (time strategy)
 	// clocks, when set (SetClocks), are the participants' clock words,
 	// read directly instead of through clock: the time strategy reads
@@ -74,6 +72,11 @@ type Conductor struct {
 	keys    []int64
 	leaves  int
 	spinIDs []int // participants with spinning set (cleared together)
+	// cand, under the random strategy, holds the participants that are
+	// runnable and not spinning, in no particular order; pos[i] is i's
+	// index in it, or -1. A pick draws one index: O(1) per turn.
+	cand []int32
+	pos  []int32
 	// treeStale: leaves changed while a participant held the turn (Stop,
 	// from another goroutine), when the tree could not be fixed without
 	// reading the running participant's clock; rebuilt at the next
@@ -105,8 +108,7 @@ type Conductor struct {
 // New returns a conductor for n participants. clock, if set, gives a
 // paused participant's virtual clock (for the time strategy).
 func New(n int, strat Strategy, seed uint64, clock func(int) int64) *Conductor {
-	pcg := rand.NewPCG(seed, 0xc0dd)
-	c := &Conductor{strat: strat, rng: rand.New(pcg), pcg: pcg, clock: clock, running: -1}
+	c := &Conductor{strat: strat, rng: rand.New(rand.NewPCG(seed, 0xc0dd)), clock: clock, running: -1}
 	c.state = make([]state, n)
 	c.spinning = make([]bool, n)
 	c.turn = make([]chan struct{}, n)
@@ -124,6 +126,12 @@ func New(n int, strat Strategy, seed uint64, clock func(int) int64) *Conductor {
 		}
 		c.lowest = strat.Depth - 1
 		c.buildTree()
+	}
+	if strat.Kind == "random" {
+		c.cand, c.pos = make([]int32, n), make([]int32, n)
+		for i := range c.cand {
+			c.cand[i], c.pos[i] = int32(i), int32(i)
+		}
 	}
 	return c
 }
@@ -275,6 +283,10 @@ func (c *Conductor) keyOf(i int) int64 {
 // that changed. Most turns end with the holder's leaf unchanged (a yield
 // point that did not move its clock), and then nothing is recomputed.
 func (c *Conductor) fixLocked(i int) {
+	if c.cand != nil {
+		c.fixCandLocked(i)
+		return
+	}
 	if c.tree == nil {
 		return
 	}
@@ -300,6 +312,22 @@ func (c *Conductor) fixLocked(i int) {
 		} else {
 			w, key = b, keys[r]
 		}
+	}
+}
+
+// fixCandLocked puts participant i into the random strategy's candidate
+// set or takes it out (swapping the last one into its place).
+func (c *Conductor) fixCandLocked(i int) {
+	in := c.state[i] == runnable && !c.spinning[i]
+	switch p := c.pos[i]; {
+	case in && p < 0:
+		c.pos[i] = int32(len(c.cand))
+		c.cand = append(c.cand, int32(i))
+	case !in && p >= 0:
+		last := c.cand[len(c.cand)-1]
+		c.cand[p], c.pos[last] = last, p
+		c.cand = c.cand[:len(c.cand)-1]
+		c.pos[i] = -1
 	}
 }
 
@@ -409,6 +437,9 @@ func (c *Conductor) pickLocked() int {
 	if c.tree != nil && c.tree[1] >= 0 {
 		return c.picked(int(c.tree[1])) // the scan below, kept as a tree
 	}
+	if len(c.cand) > 0 {
+		return int(c.cand[c.rng.IntN(len(c.cand))]) // uniform among the candidates
+	}
 	// Prefer participants that are not spinning: whoever they wait for
 	// must get to run. If every runnable one spins, take them in turn
 	// (round robin), so that none is starved by the strategy's order.
@@ -429,27 +460,18 @@ func (c *Conductor) pickLocked() int {
 	}
 	best := -1
 	var bestKey int64
-	cands := 0
 	kind := c.strat.Kind
 	timed := kind == "time" && (c.clock != nil || c.clocks != nil)
 	for i := 0; i < n; i++ {
 		if c.state[i] != runnable || c.spinning[i] {
 			continue
 		}
-		cands++
 		var key int64
 		switch {
 		case timed:
 			key = c.clockOf(i)
 		case kind == "pct":
 			key = -int64(c.prio[i])
-		}
-		if kind == "random" {
-			// reservoir: uniform among candidates
-			if c.oneIn(cands) {
-				best = i
-			}
-			continue
 		}
 		if best < 0 || key < bestKey {
 			best, bestKey = i, key
@@ -475,31 +497,6 @@ func (c *Conductor) picked(best int) int {
 		}
 	}
 	return best
-}
-
-// oneIn reports c.rng.IntN(n) == 0, drawing from the source exactly what
-// IntN draws (math/rand/v2's uint64n on a 64-bit machine: a mask for a
-// power of two, else Lemire's multiply with its rare rejection), without
-// the calls through Rand and its Source interface. The random strategy's
-// reservoir draws once per candidate at every turn, so at 256 CPUs this is
-// most of a turn. The golden trace hashes of the random strategy hold it
-// to IntN's stream.
-func (c *Conductor) oneIn(n int) bool {
-	if ^uint(0)>>32 == 0 {
-		return c.rng.IntN(n) == 0 // 32-bit: IntN takes another path
-	}
-	u := uint64(n)
-	if u&(u-1) == 0 {
-		return c.pcg.Uint64()&(u-1) == 0
-	}
-	hi, lo := bits.Mul64(c.pcg.Uint64(), u)
-	if lo < u {
-		thresh := -u % u
-		for lo < thresh {
-			hi, lo = bits.Mul64(c.pcg.Uint64(), u)
-		}
-	}
-	return hi == 0
 }
 
 // Hooks returns spinlock hooks that make every lock-layer yield point a

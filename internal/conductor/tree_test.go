@@ -43,3 +43,50 @@ func TestTimeTreeMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// The random strategy's candidate set holds exactly the participants that
+// are runnable and not spinning, through random state changes and spins,
+// and its picks are among them and cover every one of them.
+func TestRandomCandidatesMatchScan(t *testing.T) {
+	strat, err := ParseStrategy("random")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 3, 16, 256} {
+		c := New(n, strat, 1, nil)
+		rng := rand.New(rand.NewPCG(uint64(n), 9))
+		seen := make([]bool, n)
+		for step := 0; step < 20000; step++ {
+			i := rng.IntN(n)
+			if rng.IntN(2) == 0 {
+				c.setState(i, state(rng.IntN(3)))
+			} else {
+				c.setSpinning(i, rng.IntN(2) == 0)
+			}
+			want := 0
+			for j := 0; j < n; j++ {
+				in := c.state[j] == runnable && !c.spinning[j]
+				if in {
+					want++
+				}
+				if got := c.pos[j] >= 0 && int(c.cand[c.pos[j]]) == j; got != in {
+					t.Fatalf("n=%d step %d: participant %d in the set %v, want %v", n, step, j, got, in)
+				}
+			}
+			if len(c.cand) != want {
+				t.Fatalf("n=%d step %d: %d candidates, want %d", n, step, len(c.cand), want)
+			}
+			if p := c.pickLocked(); p >= 0 && want > 0 {
+				if c.state[p] != runnable || c.spinning[p] {
+					t.Fatalf("n=%d step %d: picked %d, which is not a candidate", n, step, p)
+				}
+				seen[p] = true
+			}
+		}
+		for j, ok := range seen {
+			if !ok {
+				t.Errorf("n=%d: participant %d was never picked in 20000 steps", n, j)
+			}
+		}
+	}
+}
