@@ -301,3 +301,35 @@ func TestRunKeepGoing(t *testing.T) {
 		t.Fatalf("--keep-going: exit %d, %d violations, ran to %d ns; want exit 1 after the whole 200 ms", code, n, ran)
 	}
 }
+
+// A concurrent stress failure is retried on its seed in deterministic
+// mode, after its own report is written, and the retry's report replays
+// as it is: same violation at the same event, whatever the host's speed
+// (its command is bounded in virtual time, not wall time).
+func TestConcurrentFailureRetriedDeterministically(t *testing.T) {
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "c.report")
+	code, _, errs := runCLI(t, "stress", "--cpus", "8", "--seed", "4", "--bug", "runnable-without-return", "--report", rep,
+		"--stat-interval", "0", "--duration", "60s", "--retry-deterministic", "5s")
+	if code != exitViolation {
+		t.Fatalf("concurrent run: exit %d, want 1\n%s", code, tail(errs, 2000))
+	}
+	if _, err := os.Stat(rep); err != nil {
+		t.Fatalf("no concurrent report: %v", err)
+	}
+	det := filepath.Join(dir, "c.det.report")
+	if i, j := strings.Index(errs, "report written to "+rep), strings.Index(errs, "reproduced deterministically"); i < 0 || j < i {
+		t.Fatalf("want the concurrent report written, then the deterministic reproduction:\n%s", tail(errs, 2000))
+	}
+	b, err := os.ReadFile(det)
+	if err != nil {
+		t.Fatalf("no deterministic report: %v\n%s", err, tail(errs, 2000))
+	}
+	if !strings.Contains(string(b), "--deterministic --strategy ") || !strings.Contains(string(b), "--duration 0 --sim-time ") {
+		t.Errorf("deterministic report's command is not a bounded deterministic run:\n%s", tail(string(b[:min(len(b), 600)]), 600))
+	}
+	code, out, errs := runCLI(t, "replay", det)
+	if code != exitOK || !strings.Contains(out, "reproduced: same violation at the same event") {
+		t.Fatalf("replay of the deterministic report: exit %d\n%s%s", code, out, errs)
+	}
+}

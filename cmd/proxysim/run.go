@@ -192,6 +192,18 @@ func writeTrace(r *sim.Run, mf *machineFlags, cmdline string, stderr io.Writer) 
 // (all of them: the workload, bugs, injectors, features), less those that
 // name outputs or the mode, plus the seed and the deterministic ones.
 func replayCommand(args []string, mf *machineFlags, st string, budget time.Duration) string {
+	return deterministicCommand(args, mf, st, "--duration", budget.String())
+}
+
+// boundedReplayCommand is replayCommand for a run known to fail by
+// virtual time simTime: it runs to that virtual time, with no wall-clock
+// limit, so that a slower host replays it just the same.
+func boundedReplayCommand(args []string, mf *machineFlags, st string, simTime time.Duration) string {
+	return deterministicCommand(args, mf, st, "--duration", "0", "--sim-time", simTime.String())
+}
+
+// deterministicCommand is replayCommand's command line ending in tail.
+func deterministicCommand(args []string, mf *machineFlags, st string, tail ...string) string {
 	drop := map[string]bool{"report": true, "trace": true, "cpuprofile": true, "metrics-addr": true, "duration": true,
 		"strategy": true, "deterministic": false, "retry-deterministic": true, "seed": true, "print-report": false}
 	parts := []string{"proxysim", "stress"}
@@ -211,6 +223,6 @@ func replayCommand(args []string, mf *machineFlags, st string, budget time.Durat
 			i++ // its value
 		}
 	}
-	parts = append(parts, "--seed", fmt.Sprint(mf.o.Seed), "--deterministic", "--strategy", shellQuote(st), "--duration", budget.String())
-	return strings.Join(parts, " ")
+	parts = append(parts, "--seed", fmt.Sprint(mf.o.Seed), "--deterministic", "--strategy", shellQuote(st))
+	return strings.Join(append(parts, tail...), " ")
 }
