@@ -323,7 +323,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		code = exitViolation
 		log.Error("violation", zap.String("invariant", s.Violations[0].Name), zap.Int("cpu", s.Violations[0].CPU),
 			zap.String("task", s.Violations[0].TaskName), zap.String("message", s.Violations[0].Message),
-			zap.String("report", mf.report), zap.String("reproduce", cmdline))
+			zap.Duration("after", r.Machine.DetectedAfter()), zap.String("report", mf.report), zap.String("reproduce", cmdline))
 	}
 	if s.Failed() {
 		// The concurrent report first: the deterministic retry below can
