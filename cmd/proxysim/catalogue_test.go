@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/proxysim/proxysim/internal/bugs"
@@ -81,19 +80,7 @@ func TestCatalogueIsCaught(t *testing.T) {
 		t.Errorf("hunted %d bugs, the catalogue has %d without a race detector", len(res.Bugs), huntable)
 	}
 	for _, c := range res.Control {
-		switch {
-		case !c.Caught:
-		case c.Invariant == "progress" && strings.Contains(c.Message, "eligible false"):
-			// The candidate "a fair task that V never reaches"
-			// (docs/findings.md): an exited task left queued. About one
-			// loaded 10 s run in 20 at 64 CPUs met it before do_exit took
-			// pi_lock, none of 90 since; its other paths are explained
-			// (F15 and path 1 again), and invariant 63 now reports the
-			// exited task itself. Kept until CI has run clean with the
-			// fixes for a while. Any other report, a progress one with
-			// the task eligible included, still fails the control.
-			t.Logf("control run met the open candidate (a fair task V never reaches): %s", c.Message)
-		default:
+		if c.Caught {
 			t.Errorf("control run without a bug found a violation: %s", c.Message)
 		}
 	}
