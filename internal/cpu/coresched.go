@@ -493,6 +493,7 @@ func (m *Machine) tryStealCookie(c *percpu.Ctx, this, that int) bool {
 		if !m.isCPUAllowed(p, this) || p.CoreOccupation > dst.Idle.CoreOccupation {
 			continue
 		}
+		reschedBrokenChain(c, src, p) // F2's fix, as for the load balancer
 		src.DeactivateTask(c, p, rq.DequeueMigrating)
 		rq.SetTaskCPU(c, p, this, false, trace.ReasonLoadBalance)
 		dst.ActivateTask(c, p, rq.EnqueueMigrated)

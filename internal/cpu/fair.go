@@ -6,6 +6,7 @@ package cpu
 
 import (
 	"github.com/proxysim/proxysim/internal/bugs"
+	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/proxy"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/stats"
@@ -63,18 +64,24 @@ func (cp *CPU) pullFrom(src *rq.RQ) (*task.Task, int) {
 	if t == nil {
 		return nil, examined
 	}
-	if t.IsBlocked() && src.Curr() != src.Donor(c) && !c.Bug(bugs.ProxyKeepsDonor) {
-		// A sleeping link whose blocked_on was cleared (a ww wound, its
-		// wake-up still on a wake_q) may be a link of the chain src's
-		// proxy runs for: finding F2's fix reschedules src, whose chain
-		// this move breaks (the kernel's detach_task does not).
-		src.ReschedCurr(c)
-	}
+	reschedBrokenChain(c, src, t)
 	src.DeactivateTask(c, t, rq.DequeueMigrating)
 	rq.SetTaskCPU(c, t, r.CPU, false, trace.ReasonLoadBalance)
 	r.ActivateTask(c, t, rq.EnqueueMigrated)
 	c.Emit(trace.EvLoadBalance, int32(t.ID), int32(src.CPU), int32(r.CPU), 0)
 	return t, examined
+}
+
+// reschedBrokenChain is finding F2's fix for a balancer taking t off src
+// (the load balancer's detach_task, core scheduling's try_steal_cookie):
+// a sleeping link whose blocked_on was cleared (a ww wound, its wake-up
+// still on a wake_q) is movable, and may be a link of the chain src's
+// proxy runs for; the move breaks that chain, so src reschedules. The
+// kernel's paths do not (--bug proxy-keeps-donor). src's lock held.
+func reschedBrokenChain(c *percpu.Ctx, src *rq.RQ, t *task.Task) {
+	if t.IsBlocked() && src.Curr() != src.Donor(c) && !c.Bug(bugs.ProxyKeepsDonor) {
+		src.ReschedCurr(c)
+	}
 }
 
 // spans returns the CPU spans cpu balances and places over, smallest
