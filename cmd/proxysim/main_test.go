@@ -6,6 +6,7 @@ import (
 	"github.com/proxysim/proxysim/internal/workload"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -174,6 +175,30 @@ func TestReplayDeterministicReport(t *testing.T) {
 		"--bug", "runnable-without-return", "--report", rep, "--stat-interval", "0", "--duration", "60s")
 	if code != exitViolation {
 		t.Fatalf("deterministic stress with a bug: exit %d, want 1", code)
+	}
+	// The report ends with the reporting CPU's own ring, every line that
+	// CPU's.
+	b, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\] invariant \d+ \([a-z-]+\) on cpu (\d+)`).FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatalf("no violation line in the report:\n%s", tail(string(b), 1500))
+	}
+	head := "events of cpu" + m[1] + " (its own ring):\n"
+	i := strings.Index(string(b), head)
+	if i < 0 {
+		t.Fatalf("no %q section in the report", strings.TrimSpace(head))
+	}
+	ring := strings.Split(strings.TrimSpace(string(b)[i+len(head):]), "\n")
+	for _, l := range ring {
+		if f := strings.Fields(l); len(f) < 3 || f[2] != "cpu"+m[1] {
+			t.Fatalf("cpu%s's ring section holds %q", m[1], l)
+		}
+	}
+	if len(ring) < 10 {
+		t.Errorf("cpu%s's ring section has %d events", m[1], len(ring))
 	}
 	code, out, errs := runCLI(t, "replay", rep)
 	if code != exitOK || !strings.Contains(out, "reproduced: same violation at the same event") {

@@ -309,6 +309,25 @@ func (r *Run) FormatReport(w io.Writer, s *Summary, cmdline string, lastEvents i
 			}
 		}
 	}
+	// The reporting CPU's own ring: what it did up to the violation,
+	// whichever tasks it touched (its idle switches, the donors it picked
+	// for, the balance passes), which the all-CPU tail above may hold only
+	// the last microseconds of on a big machine.
+	seen := map[int]bool{}
+	for _, v := range s.Violations {
+		if v.CPU < 0 || v.CPU >= len(m.Log.Rings) || seen[v.CPU] || len(seen) == 2 {
+			continue
+		}
+		seen[v.CPU] = true
+		evs := m.Log.Rings[v.CPU].Events()
+		if lastEvents > 0 && len(evs) > lastEvents {
+			evs = evs[len(evs)-lastEvents:]
+		}
+		fmt.Fprintf(w, "\nlast %d events of cpu%d (its own ring):\n", len(evs), v.CPU)
+		for _, e := range evs {
+			fmt.Fprintf(w, "  %s\n", e.Format(r.TaskName))
+		}
+	}
 }
 
 func involvedCPU(ts []*task.Task, inv map[int]bool) bool {
