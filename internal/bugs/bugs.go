@@ -32,51 +32,52 @@ func (s Set) Names() []string {
 // The bugs. Number is the bug's number in the list of known races of the
 // series that this project started from (kept for cross-reference).
 const (
-	LateActivationOnCPU   ID = iota // 1
-	SkippedWaking                   // 2
-	CPUBeforeOnRQ                   // 3
-	FusedOnRQLoads                  // 4
-	OwnerMidReturn                  // 5
-	ActivationLivelock              // 6
-	RunnableWithoutReturn           // 7
-	DanglingDonor                   // 8
-	StaleBalanceCallbacks           // 9
-	WakeCPUOutsideMask              // 14
-	OwnerCPUReadTwice               // 15
-	NeedReschedCleared              // 16
-	BlockTaskNotLast                // 18
-	WakelistMigrating               // 25
-	ParkDonorNotLink                // 19
-	TTWUKeepsBlocked                // v22's wake path, fixed by v29's is_blocked
-	EarlyActivation                 // finding F1 (model decision 8)
-	ProxyKeepsDonor                 // finding F2 (model decision 5)
-	IsBlockedPlainRead              // finding F4
-	CoreschedStall                  // core scheduling v3: pick_task favours its first argument on ties
-	CoreStealDonor                  // try_steal_cookie moves a proxy-exec donor (v30 1/7)
-	BlockedOnPlainRead              // finding F5
-	SRQPullsDonor                   // finding F6: SHARED_RUNQ pulls a mutex-blocked donor / rq->donor (no proxy rule)
-	UpdateDomainsIRQsOn             // SHARED_RUNQ v3: update_domains_fair takes rq locks with IRQs on (lockdep splat at boot)
-	SRQDrainIRQsOn                  // SHARED_RUNQ v3/v4: __shared_runq_drain takes the shard lock with IRQs on
-	ReturnToOffline                 // 13
-	CoreLockFlip                    // K8: rq_lockp() read with no lock held, no re-validation; double_rq_unlock order
-	CoreLockCPUOrder                // K9: double_rq_lock orders core-wide locks by CPU id (AB-BA)
-	CoreForceIdleAcct               // K11: forced idle charged only to cookied tasks, started only with a core cookie
-	CoreFlipRepick                  // finding F7: the core-wide pick carries on after a flip-off during its lock drops
-	CoreFlipStalePick               // finding F8: a core_pick survives a flip off and on, and the fast path takes it
-	CoreFIVruntime                  // K2: cross-CPU vruntime compare against the current min_vruntime (0 vs 0), no min_vruntime_fi
-	CoreFINoTick                    // K4: no forced-idle tick (task_tick_core): the forced-idle sibling waits for a schedule event
-	CoreFIChargeStale               // finding F9: forced-idle time charged to a stale core_pick, a task another core may be charging
-	WWNoClearBlockedOn              // 12: ww die/wound leave blocked_on set (v16 hang)
-	WWNestedBlockedLock             // 24: ww die/wound under current's blocked_lock (v21 AB-BA)
-	WWWoundWrongLock                // 23: wound clears the owner's blocked_on for the wrong lock (6.17-rc2 syzbot WARN)
-	ReturnDelayed                   // finding F10: proxy_needs_return's block_task is delayed (DELAY_DEQUEUE)
-	DelayedPlainRead                // finding F11: find_proxy_task reads owner->se.sched_delayed without the owner's rq lock
-	ProxyMigrateOffline             // finding F12: find_proxy_task migrates donors to an offline CPU (a throttled DL owner's)
-	DonorAffinityExempt             // finding F13: affine_move_task exempts rq->donor even once it is runnable again
-	CoreDLTie                       // finding F14: prio_less gives deadline ties to the other sibling; the proxy re-pick livelocks
-	CoreRTForceidle                 // K5: the pre-fix per-class core pick skips a class empty here for every sibling: tagged CFS runs, a sibling's RT is forced idle
-	CoreTreeStaleKey                // K7: sched_core_enqueue before the class enqueue: core_tree ranks a waking task by its pre-placement vruntime
-	ActivateExited                  // finding F15: activate_blocked_waiters enqueues a waiter that was woken meanwhile and has exited
+	LateActivationOnCPU    ID = iota // 1
+	SkippedWaking                    // 2
+	CPUBeforeOnRQ                    // 3
+	FusedOnRQLoads                   // 4
+	OwnerMidReturn                   // 5
+	ActivationLivelock               // 6
+	RunnableWithoutReturn            // 7
+	DanglingDonor                    // 8
+	StaleBalanceCallbacks            // 9
+	WakeCPUOutsideMask               // 14
+	OwnerCPUReadTwice                // 15
+	NeedReschedCleared               // 16
+	BlockTaskNotLast                 // 18
+	WakelistMigrating                // 25
+	ParkDonorNotLink                 // 19
+	TTWUKeepsBlocked                 // v22's wake path, fixed by v29's is_blocked
+	EarlyActivation                  // finding F1 (model decision 8)
+	ProxyKeepsDonor                  // finding F2 (model decision 5)
+	IsBlockedPlainRead               // finding F4
+	CoreschedStall                   // core scheduling v3: pick_task favours its first argument on ties
+	CoreStealDonor                   // try_steal_cookie moves a proxy-exec donor (v30 1/7)
+	BlockedOnPlainRead               // finding F5
+	SRQPullsDonor                    // finding F6: SHARED_RUNQ pulls a mutex-blocked donor / rq->donor (no proxy rule)
+	UpdateDomainsIRQsOn              // SHARED_RUNQ v3: update_domains_fair takes rq locks with IRQs on (lockdep splat at boot)
+	SRQDrainIRQsOn                   // SHARED_RUNQ v3/v4: __shared_runq_drain takes the shard lock with IRQs on
+	ReturnToOffline                  // 13
+	CoreLockFlip                     // K8: rq_lockp() read with no lock held, no re-validation; double_rq_unlock order
+	CoreLockCPUOrder                 // K9: double_rq_lock orders core-wide locks by CPU id (AB-BA)
+	CoreForceIdleAcct                // K11: forced idle charged only to cookied tasks, started only with a core cookie
+	CoreFlipRepick                   // finding F7: the core-wide pick carries on after a flip-off during its lock drops
+	CoreFlipStalePick                // finding F8: a core_pick survives a flip off and on, and the fast path takes it
+	CoreFIVruntime                   // K2: cross-CPU vruntime compare against the current min_vruntime (0 vs 0), no min_vruntime_fi
+	CoreFINoTick                     // K4: no forced-idle tick (task_tick_core): the forced-idle sibling waits for a schedule event
+	CoreFIChargeStale                // finding F9: forced-idle time charged to a stale core_pick, a task another core may be charging
+	WWNoClearBlockedOn               // 12: ww die/wound leave blocked_on set (v16 hang)
+	WWNestedBlockedLock              // 24: ww die/wound under current's blocked_lock (v21 AB-BA)
+	WWWoundWrongLock                 // 23: wound clears the owner's blocked_on for the wrong lock (6.17-rc2 syzbot WARN)
+	ReturnDelayed                    // finding F10: proxy_needs_return's block_task is delayed (DELAY_DEQUEUE)
+	DelayedPlainRead                 // finding F11: find_proxy_task reads owner->se.sched_delayed without the owner's rq lock
+	ProxyMigrateOffline              // finding F12: find_proxy_task migrates donors to an offline CPU (a throttled DL owner's)
+	DonorAffinityExempt              // finding F13: affine_move_task exempts rq->donor even once it is runnable again
+	CoreDLTie                        // finding F14: prio_less gives deadline ties to the other sibling; the proxy re-pick livelocks
+	CoreRTForceidle                  // K5: the pre-fix per-class core pick skips a class empty here for every sibling: tagged CFS runs, a sibling's RT is forced idle
+	CoreTreeStaleKey                 // K7: sched_core_enqueue before the class enqueue: core_tree ranks a waking task by its pre-placement vruntime
+	ActivateExited                   // finding F15: activate_blocked_waiters enqueues a waiter that was woken meanwhile and has exited
+	CoreReplenishStalePick           // finding F16: dl_task_timer's replenish leaves a sibling's core-wide selection valid; the re-pick after a proxy migration takes it and idles
 	NumBugs
 )
 
@@ -241,6 +242,9 @@ var Catalogue = []Bug{
 	{ActivateExited, 0, "activate-exited", Finding, "open@014c4be7",
 		"activate_blocked_waiters unlinks a parked waiter from its waking owner's list (__proxy_remove_from_sleeping_owner, under the owner's blocked_lock), drops that lock and only then takes the waiter's pi_lock in do_activate_blocked_waiter. In between, the waiter is an ordinary sleeper no list points at: the owner's unlock (or SIGKILL) wakes it, it runs, takes and releases the mutex and exits. Its last __schedule sets is_blocked and dequeues it, so every test of do_activate_blocked_waiter passes (is_blocked, not TASK_WAKING, off the runqueue, not on a CPU) and the dead task is enqueued, holding no reference: its struct is freed one grace period later while it is still queued, unless a pick reaches it first (find_proxy_task then sees blocked_on clear and proxy_deactivate takes it off). The model's fix also returns on TASK_DEAD, which set_special_state stores under pi_lock, so the test is stable there; --bug restores the reference",
 		"inline in do_activate_blocked_waiter: the task activated is TASK_DEAD (invariant 63); audit: a queued task that exited (invariant 63, and 6), or freed (53)"},
+	{CoreReplenishStalePick, 0, "core-replenish-stale-pick", Finding, "open@014c4be7",
+		"dl_task_timer puts a throttled SCHED_DEADLINE task back with enqueue_task_dl(ENQUEUE_REPLENISH), not enqueue_task(): the task never left core_tree (throttling dequeues only the dl entity), so sched_core_enqueue is not called and core_task_seq does not move. A sibling's core-wide selection made while the task was throttled stays valid for the fast path (core_pick_seq == core_task_seq). When this CPU's __schedule has dropped the core-wide rq lock in find_proxy_task (proxy_migrate_task) and the timer fires meanwhile, the pick_again takes that stale pick, idle, and clear_tsk_need_resched(prev) at picked: also clears the timer's resched_curr (set on rq->curr, still prev): the CPU idles with a runnable DL task queued until something else kicks it. The model's fix bumps core_task_seq after the replenish; --bug restores the reference. Needs --core-sched",
+		"audit: a CPU idles with a task queued and no reschedule pending (invariant 30)"},
 }
 
 // raceOnly are the entries only the race detector catches.
@@ -259,6 +263,8 @@ func (b Bug) HuntSkip() string {
 		return "needs a throttled DL owner alone on a CPU as it goes down: a hunt with --only (16 CPUs) catches it 3/3 at a median of 3-4 s, but its worst run took 47 s, too close to the catalogue test's 60 s; internal/cpu/testdata/finding_proxy_migrate_offline.txt pins it deterministically"
 	case b.ID == ActivateExited:
 		return "needs a waiter to be woken, run and exit inside the few instructions between activate_blocked_waiters' unlock of the owner's blocked_lock and do_activate_blocked_waiter's pi_lock: 2 of 4 stress runs at 16 CPUs in 60 s (about 36 s each), 0 of 2 at 64 CPUs, and no deterministic strategy in 20 s; internal/cpu/testdata/finding_activate_exited.txt pins it deterministically"
+	case b.ID == CoreReplenishStalePick:
+		return "needs a DL task's dl_timer to fire between a sibling's core-wide selection and this CPU's re-pick after a proxy migration's lock drop: 2 of about 5 runs of 60 s of 256-CPU core-scheduling stress (seed 7, at 1.9 s and 4.7 s of virtual time); internal/cpu/testdata/finding_core_replenish_stale_pick.txt pins it deterministically"
 	case b.ID == DonorAffinityExempt:
 		return "needs a mask change in the window between a proxy's unlock waking its donor and the next schedule: 1/3 runs at 64 CPUs in 60 s, 2/3 at 16 CPUs with --shuffle-interval 1ms in 30 s (4 s and 23 s); internal/cpu/testdata/finding_donor_affinity_exempt.txt pins it deterministically"
 	}

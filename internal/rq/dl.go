@@ -9,6 +9,7 @@
 package rq
 
 import (
+	"github.com/proxysim/proxysim/internal/bugs"
 	"sync/atomic"
 
 	"github.com/proxysim/proxysim/internal/percpu"
@@ -337,6 +338,15 @@ func (r *RQ) DLTimerFire(c *percpu.Ctx, p *task.Task, cpu int, id uint64) bool {
 	}
 	r.replenishDLEntity(c, p)
 	r.enqueueDLEntity(p)
+	if r.CoreEnabled() && !c.Bug(bugs.CoreReplenishStalePick) {
+		// Finding F16's fix: the task was in core_tree all along
+		// (throttling dequeues the dl entity only), so no
+		// sched_core_enqueue moves core_task_seq; without this, a
+		// sibling's core-wide selection made while it was throttled
+		// stays valid for the fast path, and a re-pick that takes it
+		// idles with this task queued.
+		r.Core.Leader.Core.TaskSeq++
+	}
 	if r.donor.DLTask() {
 		r.wakeupPreemptDL(c, p, r.donor)
 	} else {
