@@ -31,6 +31,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	out := fs.String("out", "", "where to write the shrunk scenario (default REPORT.min.json)")
 	maxTries := fs.Int("max-tries", 400, "most candidate runs to try")
 	seeds := fs.Int("seeds", 4, "seeds each candidate is tried on: the run's own, then the next ones (1: the run's own only)")
+	workers := fs.Int("workers", 0, "seeds of a candidate run at once (0: one per CPU of the host); the result does not depend on it")
 	// the report path may come before the flags
 	var path string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -49,6 +50,9 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if *seeds < 1 || *seeds > 1000 {
 		return 0, usagef("--seeds %d out of range 1-1000", *seeds)
+	}
+	if *workers < 0 || *workers > 1024 {
+		return 0, usagef("--workers %d out of range 0-1024", *workers)
 	}
 	rep, err := readReport(path)
 	if err != nil {
@@ -88,7 +92,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	in := watchInterrupts(stderr, "shrinking; keeping the smallest failing scenario so far")
 	defer in.close()
 	in.setStop(func() { close(stop) })
-	res, err := sim.Shrink(mf.o, sc, want[3], sim.ShrinkOptions{MaxTries: *maxTries, Seeds: *seeds, Stop: stop,
+	res, err := sim.Shrink(mf.o, sc, want[3], sim.ShrinkOptions{MaxTries: *maxTries, Seeds: *seeds, Workers: *workers, Stop: stop,
 		Progress: func(z sim.Size, what string) {
 			fmt.Fprintf(stdout, "  kept: %-32s -> %v\n", what, z)
 		}})

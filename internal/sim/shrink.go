@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/proxysim/proxysim/internal/cpu"
 
@@ -40,6 +42,9 @@ type ShrinkOptions struct {
 	Seeds int
 	// Progress, if set, is told of every kept change.
 	Progress func(Size, string)
+	// Workers is how many of a candidate's seeds run at once (0: GOMAXPROCS).
+	// The result does not depend on it.
+	Workers int
 	// Stop, when closed, ends the shrink at once with the smallest
 	// failing scenario found so far.
 	Stop <-chan struct{}
@@ -91,12 +96,9 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 	// from taking seconds each.
 	var stepBudget uint64
 	const budgetStop = "shrink: turn budget spent"
-	// failsOn runs candidate c on one seed.
-	failsOn := func(c *workload.Scenario, sd uint64) bool {
-		if tries >= maxTries || stopped() {
-			return false
-		}
-		tries++
+	// runOn runs candidate c on one seed, until it fails, its turn
+	// budget is spent, so.Stop closes or cancel does.
+	runOn := func(c *workload.Scenario, sd uint64, cancel <-chan struct{}) (failed bool, steps uint64) {
 		oo := o
 		oo.CPUs, oo.Topology, oo.Seed = c.CPUs, c.Topology, sd
 		if lim := stepBudget; lim > 0 {
@@ -112,7 +114,7 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 		}
 		r, err := Build(oo, c)
 		if err != nil {
-			return false
+			return false, 0
 		}
 		done := make(chan struct{})
 		defer close(done)
@@ -120,21 +122,95 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 			select {
 			case <-so.Stop:
 				r.Stop("shrink interrupted")
+			case <-cancel:
+				r.Stop("shrink: a lower seed decided")
 			case <-done:
 			}
 		}()
 		s := r.Execute()
-		if stepBudget == 0 {
-			stepBudget = 4*s.ScheduleSteps + 1_000_000
-		}
-		return s.Failed() && s.Violations[0].Name == invariant && !stopped() && r.Machine.StopReason() != budgetStop
+		return s.Failed() && s.Violations[0].Name == invariant && !stopped() && r.Machine.StopReason() != budgetStop, s.ScheduleSteps
 	}
+	// failsOn runs candidate c on one seed, counted as a try.
+	failsOn := func(c *workload.Scenario, sd uint64) bool {
+		if tries >= maxTries || stopped() {
+			return false
+		}
+		tries++
+		failed, steps := runOn(c, sd, nil)
+		if stepBudget == 0 {
+			stepBudget = 4*steps + 1_000_000
+		}
+		return failed
+	}
+	workers := so.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	// fails tries c on the current seed and the next so.Seeds-1, in
+	// order, and keeps the first that fails. With workers > 1 the seeds
+	// run side by side (a deterministic run uses one goroutine at a time,
+	// so one core): a candidate that fails on none, most of them, costs
+	// the time of Seeds/workers runs. The answer and the tries counted
+	// are those of trying the seeds one by one: results are read in seed
+	// order, a try is counted only where the sequential loop would have
+	// run it, and the runs of higher seeds are stopped once a lower one
+	// decided.
 	fails := func(c *workload.Scenario) bool {
-		for k := 0; k < max(1, so.Seeds); k++ {
-			if failsOn(c, seed+uint64(k)) {
-				seed += uint64(k)
+		n := max(1, so.Seeds)
+		if workers == 1 || n == 1 {
+			for k := 0; k < n; k++ {
+				if failsOn(c, seed+uint64(k)) {
+					seed += uint64(k)
+					return true
+				}
+			}
+			return false
+		}
+		cancel := make(chan struct{})
+		results := make([]chan bool, n)
+		for k := range results {
+			results[k] = make(chan bool, 1)
+		}
+		var wg sync.WaitGroup
+		base := seed
+		go func() { // dispatch in seed order, at most workers at once
+			sem := make(chan struct{}, workers)
+			for k := 0; k < n; k++ {
+				select {
+				case sem <- struct{}{}:
+				case <-cancel:
+					for ; k < n; k++ {
+						results[k] <- false
+					}
+					return
+				}
+				wg.Add(1)
+				go func(k int) {
+					defer wg.Done()
+					defer func() { <-sem }()
+					failed, _ := runOn(clone(c), base+uint64(k), cancel)
+					results[k] <- failed
+				}(k)
+			}
+		}()
+		defer func() {
+			close(cancel)
+			for k := range results {
+				<-results[k] // every dispatched run has ended (or was never started)
+			}
+			wg.Wait()
+		}()
+		for k := 0; k < n; k++ {
+			if tries >= maxTries || stopped() {
+				return false
+			}
+			tries++
+			if <-results[k] {
+				results[k] <- true // put back for the deferred drain
+				seed = base + uint64(k)
 				return true
 			}
+			results[k] <- false
 		}
 		return false
 	}
