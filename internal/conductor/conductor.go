@@ -68,7 +68,7 @@ type Conductor struct {
 	// compares two words rather than following two clock pointers. A
 	// paused participant's key cannot go stale: only the turn's holder
 	// moves its clock or has its priority lowered, and its leaf and path
-	// are fixed when it passes the turn on (scheduleLocked).
+	// are fixed when it passes the turn on (pickNextLocked).
 	keys    []int64
 	leaves  int
 	spinIDs []int // participants with spinning set (cleared together)
@@ -164,13 +164,7 @@ func (c *Conductor) Yield(id int, spin bool) {
 		}
 		c.spinIDs = c.spinIDs[:0]
 	}
-	if c.spinning[id] != spin {
-		// Not setSpinning: scheduleLocked fixes the holder's leaf anyway.
-		c.spinning[id] = spin
-		if spin {
-			c.spinIDs = append(c.spinIDs, id)
-		}
-	}
+	c.setSpinning(id, spin)
 	c.passTurnLocked(id)
 }
 

@@ -9,9 +9,9 @@
 package rq
 
 import (
-	"github.com/proxysim/proxysim/internal/bugs"
 	"sync/atomic"
 
+	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"

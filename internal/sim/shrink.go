@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"runtime"
-	"sync"
 
 	"github.com/proxysim/proxysim/internal/cpu"
 
@@ -171,7 +170,6 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 		for k := range results {
 			results[k] = make(chan bool, 1)
 		}
-		var wg sync.WaitGroup
 		base := seed
 		go func() { // dispatch in seed order, at most workers at once
 			sem := make(chan struct{}, workers)
@@ -184,33 +182,31 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 					}
 					return
 				}
-				wg.Add(1)
 				go func(k int) {
-					defer wg.Done()
-					defer func() { <-sem }()
 					failed, _ := runOn(clone(c), base+uint64(k), cancel)
 					results[k] <- failed
+					<-sem
 				}(k)
 			}
 		}()
+		next := 0 // results read so far
 		defer func() {
 			close(cancel)
-			for k := range results {
-				<-results[k] // every dispatched run has ended (or was never started)
+			for ; next < n; next++ {
+				<-results[next] // every run dispatched has ended
 			}
-			wg.Wait()
 		}()
-		for k := 0; k < n; k++ {
+		for next < n {
 			if tries >= maxTries || stopped() {
 				return false
 			}
 			tries++
+			k := next
+			next++
 			if <-results[k] {
-				results[k] <- true // put back for the deferred drain
 				seed = base + uint64(k)
 				return true
 			}
-			results[k] <- false
 		}
 		return false
 	}
