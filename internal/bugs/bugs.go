@@ -78,6 +78,7 @@ const (
 	CoreTreeStaleKey                 // K7: sched_core_enqueue before the class enqueue: core_tree ranks a waking task by its pre-placement vruntime
 	ActivateExited                   // finding F15: activate_blocked_waiters enqueues a waiter that was woken meanwhile and has exited
 	CoreReplenishStalePick           // finding F16: dl_task_timer's replenish leaves a sibling's core-wide selection valid; the re-pick after a proxy migration takes it and idles
+	CoreThrottleStalePick            // finding F17: update_curr_dl's throttle of a proxy's donor leaves a sibling's core-wide selection of that donor valid; the fast path picks it throttled
 	NumBugs
 )
 
@@ -245,6 +246,9 @@ var Catalogue = []Bug{
 	{CoreReplenishStalePick, 0, "core-replenish-stale-pick", Finding, "open@014c4be7",
 		"dl_task_timer puts a throttled SCHED_DEADLINE task back with enqueue_task_dl(ENQUEUE_REPLENISH), not enqueue_task(): the task never left core_tree (throttling dequeues only the dl entity), so sched_core_enqueue is not called and core_task_seq does not move. A sibling's core-wide selection made while the task was throttled stays valid for the fast path (core_pick_seq == core_task_seq). When this CPU's __schedule has dropped the core-wide rq lock in find_proxy_task (proxy_migrate_task) and the timer fires meanwhile, the pick_again takes that stale pick, idle, and clear_tsk_need_resched(prev) at picked: also clears the timer's resched_curr (set on rq->curr, still prev): the CPU idles with a runnable DL task queued until something else kicks it. The model's fix bumps core_task_seq after the replenish; --bug restores the reference. Needs --core-sched",
 		"audit: a CPU idles with a task queued and no reschedule pending (invariant 30)"},
+	{CoreThrottleStalePick, 0, "core-throttle-stale-pick", Finding, "open@014c4be7",
+		"The mirror of F16. A sibling's core-wide selection picks this CPU's blocked donor (pick_task returns the donor; rq->curr is its proxy), and the reschedule-siblings loop keeps rq_i->core_pick because rq_i->curr != rq_i->core_pick, and IPIs. If this CPU's tick then runs out the donor's SCHED_DEADLINE budget before it reschedules (the proxy has preemption or interrupts off), update_curr_dl_se throttles with dequeue_dl_entity, not dequeue_task: sched_core_dequeue is not called and core_task_seq does not move. The fast path takes the stale pick, the throttled donor, put_prev_set_next_task returns at once (next == prev) and find_proxy_task runs the owner on the throttled donor's context: a DL scheduling context with no budget, off the dl tree and uncharged (update_curr_dl returns for an entity not on the dl_rq), until its dl_timer replenishes it, up to a period later. Mainline cannot get here: without proxy execution only a running task is charged, and a pick equal to rq_i->curr is cleared. The model's fix bumps core_task_seq at the throttle (as F16's does at the replenish); --bug restores the reference. Needs --core-sched and DL donors",
+		"inline where the pick becomes rq->donor: it is a throttled SCHED_DEADLINE task (invariant 64)"},
 }
 
 // raceOnly are the entries only the race detector catches.
@@ -265,6 +269,8 @@ func (b Bug) HuntSkip() string {
 		return "needs a waiter to be woken, run and exit inside the few instructions between activate_blocked_waiters' unlock of the owner's blocked_lock and do_activate_blocked_waiter's pi_lock: 2 of 4 stress runs at 16 CPUs in 60 s (about 36 s each), 0 of 2 at 64 CPUs, and no deterministic strategy in 20 s; internal/cpu/testdata/finding_activate_exited.txt pins it deterministically"
 	case b.ID == CoreReplenishStalePick:
 		return "needs a DL task's dl_timer to fire between a sibling's core-wide selection and this CPU's re-pick after a proxy migration's lock drop: 2 of about 5 runs of 60 s of 256-CPU core-scheduling stress (seed 7, at 1.9 s and 4.7 s of virtual time); internal/cpu/testdata/finding_core_replenish_stale_pick.txt pins it deterministically"
+	case b.ID == CoreThrottleStalePick:
+		return "the kernel's window is a tick that runs the donor's budget out between a sibling's core-wide selection and this CPU's next preemption point; stress catches the --bug form fast (56 ms at 256 CPUs, seed 7), but through a window only the model has: its __schedule charges the donor (update_curr) on entry, before the pick, where the reference charges a DL donor only in put_prev_task or dequeue_task_dl (docs/kernel-map.md), so a hunt would time the model's window, not the kernel's; internal/cpu/testdata/finding_core_throttle_stale_pick.txt pins the kernel's (tick) window deterministically"
 	case b.ID == DonorAffinityExempt:
 		return "needs a mask change in the window between a proxy's unlock waking its donor and the next schedule: 1/3 runs at 64 CPUs in 60 s, 2/3 at 16 CPUs with --shuffle-interval 1ms in 30 s (4 s and 23 s); internal/cpu/testdata/finding_donor_affinity_exempt.txt pins it deterministically"
 	}

@@ -60,6 +60,7 @@ const (
 	InvCoreClass         Invariant = 61 // after a core-wide pick no task left queued on a forced-idle sibling is of a higher class than the core's max
 	InvCoreTree          Invariant = 62 // rq->core_tree holds exactly the rq's queued, non-delayed tasks with a cookie, each linked with its key after the class enqueue
 	InvExitedDead        Invariant = 63 // a task that ran do_exit stays TASK_DEAD: never woken, enqueued or run again
+	InvDLThrottledPick   Invariant = 64 // pick_next_task never returns a throttled SCHED_DEADLINE task (one off the dl tree waiting for its dl_timer)
 )
 
 var invNames = map[Invariant]string{
@@ -78,13 +79,14 @@ var invNames = map[Invariant]string{
 	InvIRQLockUsage: "irq-lock-usage", InvIRQLockOrder: "irq-lock-order",
 	InvOffline: "offline-cpu", InvMigrateDisabled: "migrate-disabled",
 	InvRQLockIdentity: "rq-lock-identity", InvForceIdleAcct: "forceidle-acct", InvCoreTieMax: "core-tie-max",
-	InvUseAfterFree: "use-after-free",
-	InvDLBudget:     "dl-budget",
-	InvEEVDFLag:     "eevdf-lag",
-	InvTaskRefs:     "task-refs",
-	InvCoreClass:    "core-class",
-	InvCoreTree:     "core-tree",
-	InvExitedDead:   "exited-dead",
+	InvUseAfterFree:    "use-after-free",
+	InvDLBudget:        "dl-budget",
+	InvEEVDFLag:        "eevdf-lag",
+	InvTaskRefs:        "task-refs",
+	InvCoreClass:       "core-class",
+	InvCoreTree:        "core-tree",
+	InvExitedDead:      "exited-dead",
+	InvDLThrottledPick: "dl-throttled-pick",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

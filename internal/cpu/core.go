@@ -86,6 +86,10 @@ func (cp *CPU) schedule(preempt bool) {
 		// pushable task may not be the core's choice).
 		donorChanged := false
 		if !(c.Proxy && cp.coreRetainDonor()) {
+			// The pick becomes rq->donor (a retained donor's re-pick
+			// returns the owner, an execution context, which may be a
+			// throttled task).
+			cp.checkThrottledPick(next)
 			if d := r.Donor(c); d != next {
 				r.UpdateCurr(c)
 				donorChanged = true

@@ -402,3 +402,21 @@ func (cp *CPU) checkDLBudget() {
 	}
 	cp.m.Report(c, check.InvDLBudget, d, fmt.Sprintf("DL donor %v on cpu%d has runtime %d ns left (deadline %d, rq clock %d) and is neither throttled nor replenished", d, r.CPU, d.SE.DL.Runtime, d.SE.DL.Deadline, r.Clock))
 }
+
+// checkThrottledPick is invariant 64 after pick_next_task (rq lock
+// held), for a pick that becomes rq->donor: it is never a throttled
+// SCHED_DEADLINE task. Every class pick reads the dl tree, which a
+// throttled task has left; only a stale core_pick taken by the core fast
+// path can return one (finding F17). A throttled task may still execute
+// as a proxy (the owner a retained donor's re-pick returns).
+func (cp *CPU) checkThrottledPick(next *task.Task) {
+	r := cp.rq
+	if next == r.Idle || !next.DLTask() || !next.SE.DL.Throttled || next.SE.DL.OnDLRQ {
+		return
+	}
+	where := "pick_next_task"
+	if r.CoreEnabled() {
+		where = "the core pick (a sibling's core_pick taken by the fast path: throttling moves no core_task_seq)"
+	}
+	cp.m.Report(cp.c, check.InvDLThrottledPick, next, fmt.Sprintf("%s on cpu%d returned %v, a throttled SCHED_DEADLINE task (runtime %d ns, off the dl tree, dl_timer armed=%v): its proxy would run on a context with no budget, uncharged, until the replenishment", where, r.CPU, next, next.SE.DL.Runtime, next.SE.DL.TimerQueued))
+}

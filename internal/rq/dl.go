@@ -291,6 +291,14 @@ func (r *RQ) throttleDL(c *percpu.Ctx, p *task.Task) {
 	c.Inc(stats.DLThrottles)
 	c.Emit(trace.EvDLThrottle, int32(p.ID), int32(dl.Runtime/1000), 0, 0)
 	r.dequeueDLEntity(p)
+	if r.CoreEnabled() && !c.Bug(bugs.CoreThrottleStalePick) {
+		// Finding F17's fix (F16's mirror): the task stays in core_tree
+		// (only its dl entity leaves), so no sched_core_dequeue moves
+		// core_task_seq; without this, a sibling's core-wide selection
+		// of this donor stays valid for the fast path, which then picks
+		// it throttled and runs its proxy on a context with no budget.
+		r.Core.Leader.Core.TaskSeq++
+	}
 	if r.startDLTimer(c, p) {
 		r.dlThrottled = append(r.dlThrottled, p)
 	} else {

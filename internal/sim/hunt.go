@@ -59,7 +59,7 @@ func HuntWatched(o Options, budget time.Duration, watch func() string) (HuntResu
 		}
 		o.CPUs = min(o.CPUs, 4)
 	}
-	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreDLTie, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreRTForceidle, bugs.CoreTreeStaleKey, bugs.CoreReplenishStalePick} {
+	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreDLTie, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreRTForceidle, bugs.CoreTreeStaleKey, bugs.CoreReplenishStalePick, bugs.CoreThrottleStalePick} {
 		if o.Bugs.Has(b) && o.CoreSched == "" {
 			o.CoreSched = "on" // these live in core scheduling's code
 		}
