@@ -269,8 +269,6 @@ func (b Bug) HuntSkip() string {
 		return "needs a waiter to be woken, run and exit inside the few instructions between activate_blocked_waiters' unlock of the owner's blocked_lock and do_activate_blocked_waiter's pi_lock: 2 of 4 stress runs at 16 CPUs in 60 s (about 36 s each), 0 of 2 at 64 CPUs, and no deterministic strategy in 20 s; internal/cpu/testdata/finding_activate_exited.txt pins it deterministically"
 	case b.ID == CoreReplenishStalePick:
 		return "needs a DL task's dl_timer to fire between a sibling's core-wide selection and this CPU's re-pick after a proxy migration's lock drop: 2 of about 5 runs of 60 s of 256-CPU core-scheduling stress (seed 7, at 1.9 s and 4.7 s of virtual time); internal/cpu/testdata/finding_core_replenish_stale_pick.txt pins it deterministically"
-	case b.ID == CoreThrottleStalePick:
-		return "the kernel's window is a tick that runs the donor's budget out between a sibling's core-wide selection and this CPU's next preemption point; stress catches the --bug form fast (56 ms at 256 CPUs, seed 7), but through a window only the model has: its __schedule charges the donor (update_curr) on entry, before the pick, where the reference charges a DL donor only in put_prev_task or dequeue_task_dl (docs/kernel-map.md), so a hunt would time the model's window, not the kernel's; internal/cpu/testdata/finding_core_throttle_stale_pick.txt pins the kernel's (tick) window deterministically"
 	case b.ID == DonorAffinityExempt:
 		return "needs a mask change in the window between a proxy's unlock waking its donor and the next schedule: 1/3 runs at 64 CPUs in 60 s, 2/3 at 16 CPUs with --shuffle-interval 1ms in 30 s (4 s and 23 s); internal/cpu/testdata/finding_donor_affinity_exempt.txt pins it deterministically"
 	}

@@ -25,7 +25,7 @@ func (cp *CPU) schedule(preempt bool) {
 	c.IrqDisable() // local_irq_disable(), then rq_lock()
 	r.Lock(c)
 	cp.checkDonorHere()
-	r.UpdateCurr(c)
+	r.UpdateCurrSchedule(c)
 	prev := r.Curr()
 	if !preempt && prev != r.Idle {
 		if st := prev.State(); st != task.Running {

@@ -39,6 +39,7 @@ type ledger struct {
 	valid        bool
 	curr, donor  *task.Task
 	start        int64 // execStart at the baseline
+	owed         int64 // the DL donor's deferred budget charge at the baseline (rq.PeekDLOwed)
 	cSnap, dSnap seSnap
 	reported     bool
 }
@@ -51,6 +52,7 @@ func (l *ledger) Checkpoint(c *percpu.Ctx, r *rq.RQ, rebase bool) {
 	}
 	l.curr, l.donor = r.Curr(), r.PeekDonor()
 	l.start = r.PeekExecStart()
+	l.owed = r.PeekDLOwed()
 	l.valid = ours(r, l.curr) && ours(r, l.donor)
 	if l.valid {
 		l.cSnap, l.dSnap = snap(l.curr), snap(l.donor)
@@ -128,10 +130,12 @@ func (l *ledger) check(c *percpu.Ctx, r *rq.RQ) {
 	if dNow.policy.DL() {
 		// The DL budget pays for the interval while the donor stays in
 		// the dl tree on the same instance (a throttle or replenishment
-		// in between starts a new account).
+		// in between starts a new account), now or as a charge owed
+		// (__schedule's entry charge defers it, as the reference does).
 		if dNow.dlInTree && l.dSnap.dlInTree && dNow.dlDeadline == l.dSnap.dlDeadline && dNow.queueSeq == l.dSnap.queueSeq {
-			if got := l.dSnap.dlRuntime - dNow.dlRuntime; got != charged {
-				fail(D, "the DL donor's budget dropped by %d ns, not by the %d ns charged", got, charged)
+			owed := r.PeekDLOwed() - l.owed
+			if got := l.dSnap.dlRuntime - dNow.dlRuntime + owed; got != charged {
+				fail(D, "the DL donor's budget dropped by %d ns and its owed charge grew by %d ns, not %d ns in all as charged", got-owed, owed, charged)
 			}
 		}
 		return

@@ -251,6 +251,9 @@ func (r *RQ) enqueueTaskDL(c *percpu.Ctx, p *task.Task, flags int) {
 // The kernel's update_curr_dl at the head is done by the model's callers
 // (__schedule and sched_setscheduler update the donor before dequeueing).
 func (r *RQ) dequeueTaskDL(c *percpu.Ctx, p *task.Task) {
+	if p == r.donor {
+		r.settleDLOwed(c) // dequeue_task_dl's update_curr_dl
+	}
 	r.dequeueDLEntity(p)
 	remove(&r.dlThrottled, p)
 }

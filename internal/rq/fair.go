@@ -469,7 +469,7 @@ func (r *RQ) updateCurrFair(c *percpu.Ctx) bool {
 	if c.ID != r.CPU {
 		return false
 	}
-	return r.updateCurr(c)
+	return r.updateCurr(c, false)
 }
 
 // setNextEntity is set_next_entity(): p becomes cfs_rq->curr and leaves

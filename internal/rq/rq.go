@@ -94,6 +94,15 @@ type RQ struct {
 	treeSeq     uint64     // __enqueue_entity order (deadline ties)
 	cfsCurr     *task.Task // cfs_rq->curr: the fair donor set by set_next_entity, or nil
 	execStart   int64      // rq clock when curr/donor last started being charged
+	// dlOwed is budget time rq->donor, a SCHED_DEADLINE task, owes for
+	// intervals that __schedule charged on entry to the execution
+	// accounts (sum_exec_runtime, donated time) but not to the DL budget:
+	// the reference charges a DL donor in __schedule only through
+	// put_prev_task_dl (when the donor changes) or dequeue_task_dl, so a
+	// donor that is picked again pays at its next update_curr_dl (the
+	// tick). Settled by the next UpdateCurr, by SetDonor when the donor
+	// changes and by the donor's dequeue.
+	dlOwed int64
 	// hiClass is the virtual time this CPU spent with an RT or deadline
 	// task as its donor, up to hiSince, when the current one (if it is
 	// one) became the donor. Model bookkeeping for the progress
@@ -345,6 +354,9 @@ func (r *RQ) Donor(c *percpu.Ctx) *task.Task {
 // SetDonor sets rq->donor (rq_set_donor); the rq lock must be held.
 func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
+	if r.donor != p {
+		r.settleDLOwed(c) // put_prev_task_dl's update_curr_dl
+	}
 	r.checkpoint(c, false)
 	prev := r.donor
 	if prev != p {
@@ -716,12 +728,44 @@ func (r *RQ) PickBest(ok func(*task.Task) bool) *task.Task {
 // others queued, gets need_resched (resched_curr_lazy).
 func (r *RQ) UpdateCurr(c *percpu.Ctx) {
 	r.AssertHeld(c)
-	if r.updateCurr(c) {
+	if r.updateCurr(c, false) {
 		r.ReschedCurr(c)
 	}
 }
 
-func (r *RQ) updateCurr(c *percpu.Ctx) bool {
+// UpdateCurrSchedule is __schedule's charge on entry, before the pick.
+// The reference has no update_curr there: a fair donor is charged by
+// pick_task_fair's update_curr (or by a blocking prev's dequeue) at about
+// the same point, but a SCHED_DEADLINE donor only when it is put
+// (put_prev_task_dl, the donor changes) or dequeued. The execution time
+// is charged now, as the model's accounting needs; a DL donor's budget
+// charge is owed (dlOwed) until one of those, or the next tick, so that
+// its throttle happens where the reference's does (finding F17's window
+// depends on it).
+func (r *RQ) UpdateCurrSchedule(c *percpu.Ctx) {
+	r.AssertHeld(c)
+	if r.updateCurr(c, true) {
+		r.ReschedCurr(c)
+	}
+}
+
+// settleDLOwed charges the DL donor what it owes (update_curr_dl from
+// put_prev_task_dl or dequeue_task_dl).
+func (r *RQ) settleDLOwed(c *percpu.Ctx) {
+	owed := r.dlOwed
+	if owed == 0 {
+		return
+	}
+	r.dlOwed = 0
+	if d := r.donor; d != nil && d != r.Idle && d.SE.Policy.DL() {
+		r.updateCurrDL(c, &d.SE, owed)
+	}
+}
+
+// PeekDLOwed returns dlOwed (the charge ledger, rq lock held).
+func (r *RQ) PeekDLOwed() int64 { return r.dlOwed }
+
+func (r *RQ) updateCurr(c *percpu.Ctx, deferDL bool) bool {
 	if r.uncharged {
 		// the newidle window: an enqueue's update_curr (the pulled
 		// task's placement, wakeup preemption) charges nobody
@@ -731,6 +775,9 @@ func (r *RQ) updateCurr(c *percpu.Ctx) bool {
 	r.UpdateClock(c)
 	delta := r.Clock - r.execStart
 	if delta <= 0 {
+		if !deferDL {
+			r.settleDLOwed(c)
+		}
 		return false
 	}
 	r.execStart = r.Clock
@@ -749,6 +796,14 @@ func (r *RQ) updateCurr(c *percpu.Ctx) bool {
 		se = &curr.SE // the mistake: class time charged to the execution context
 	}
 	if se.Policy.DL() {
+		if se == &donor.SE {
+			if deferDL {
+				r.dlOwed += delta
+				return false
+			}
+			delta += r.dlOwed
+			r.dlOwed = 0
+		}
 		r.updateCurrDL(c, se, delta)
 		return false
 	}
@@ -864,7 +919,7 @@ func (r *RQ) checkPreemptWakeupFair(c *percpu.Ctx, p *task.Task) {
 // the donor's slice is over. Returns true if it set need_resched.
 func (r *RQ) Tick(c *percpu.Ctx) bool {
 	r.AssertHeld(c)
-	resched := r.updateCurr(c) && !r.NeedResched()
+	resched := r.updateCurr(c, false) && !r.NeedResched()
 	if resched {
 		r.ReschedCurr(c)
 	}
