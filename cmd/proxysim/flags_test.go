@@ -189,6 +189,19 @@ func TestHuntFirstSeed(t *testing.T) {
 	}
 }
 
+// A row the hunt ran on a smaller machine than --cpus (HuntSetup's, for
+// the forced-idle entries 4 CPUs) says so in its run lines and the table.
+func TestHuntNamesASmallerMachine(t *testing.T) {
+	code, out, errs := runCLI(t, "bugs", "--hunt", "--only", "core-fi-no-tick", "--seeds", "1", "--seed", "5", "--cpus", "8", "--control", "0", "--budget", "30s")
+	if code != exitOK || !strings.Contains(out, "(at 4 CPUs)") || !strings.Contains(errs, "seed 5: caught=true") || !strings.Contains(errs, "(at 4 CPUs)") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "bugs", "--hunt", "--only", "runnable-without-return", "--seeds", "1", "--seed", "5", "--cpus", "8", "--control", "0", "--budget", "30s")
+	if code != exitOK || strings.Contains(out+errs, "(at ") {
+		t.Fatalf("a hunt at the machine asked for names another:\nexit %d\n%s%s", code, out, errs)
+	}
+}
+
 func TestWithoutRace(t *testing.T) {
 	got := strings.Join(withoutRace([]string{"--hunt", "--race", "-race", "--race=true", "--only", "race", "--seeds", "1"}), " ")
 	if want := "--hunt --only race --seeds 1"; got != want {

@@ -126,7 +126,11 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			fmt.Fprintf(stderr, "hunt: %-24s seed %d: caught=%v after %v %s\n", name, seed, r.Caught, r.Elapsed.Round(time.Millisecond), r.Invariant)
+			at := ""
+			if r.CPUs != o.CPUs {
+				at = fmt.Sprintf(" (at %d CPUs)", r.CPUs)
+			}
+			fmt.Fprintf(stderr, "hunt: %-24s seed %d: caught=%v after %v %s%s\n", name, seed, r.Caught, r.Elapsed.Round(time.Millisecond), r.Invariant, at)
 			rs = append(rs, r)
 		}
 		rows = append(rows, sim.SummarizeHunt(name, rs))
@@ -172,7 +176,11 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 			inv = append(inv, fmt.Sprintf("%s x%d", k, v))
 		}
 		sort.Strings(inv)
-		fmt.Fprintf(stdout, "%-24s %d/%-5d %-9v %-9v %s\n", r.Bug, r.Caught, r.Runs, r.Median.Round(time.Millisecond), r.Max.Round(time.Millisecond), strings.Join(inv, ", "))
+		by := strings.Join(inv, ", ")
+		if r.CPUs != sf.o.CPUs {
+			by += fmt.Sprintf(" (at %d CPUs)", r.CPUs) // HuntSetup's smaller machine
+		}
+		fmt.Fprintf(stdout, "%-24s %d/%-5d %-9v %-9v %s\n", r.Bug, r.Caught, r.Runs, r.Median.Round(time.Millisecond), r.Max.Round(time.Millisecond), by)
 		if r.Caught < r.Runs {
 			code = exitViolation
 		}

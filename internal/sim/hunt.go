@@ -16,6 +16,8 @@ type HuntResult struct {
 	Elapsed   time.Duration `json:"elapsed_ns"` // wall time to the first violation, or the whole run
 	Invariant string        `json:"invariant,omitempty"`
 	Message   string        `json:"message,omitempty"`
+	CPUs      int           `json:"cpus"`     // the machine the run had (HuntSetup may shrink it)
+	Workload  string        `json:"workload"` // and its workload
 }
 
 // Hunt runs o (a stress configuration, Bugs set or empty for a control
@@ -35,62 +37,7 @@ const InvDataRace = "data-race"
 // detection (invariant InvDataRace) unless an invariant came first.
 func HuntWatched(o Options, budget time.Duration, watch func() string) (HuntResult, error) {
 	o.Duration = budget
-	if o.Bugs.Has(bugs.CoreschedStall) {
-		// The entry lives in v3's core-wide pick and shows with
-		// CPU-bound tagged tasks beside untagged ones (the thread's VMs).
-		if o.CoreSched == "" {
-			o.CoreSched = "v3"
-		}
-		if o.Workload == "stress" {
-			o.Workload = "coresched"
-		}
-	}
-	if o.Bugs.Has(bugs.CoreFIVruntime) || o.Bugs.Has(bugs.CoreFINoTick) {
-		// One CPU hog per SMT thread, half of them tagged: nothing but
-		// the forced-idle tick and min_vruntime_fi move a core. On a
-		// large machine the forced-idle balancer (try_steal_cookie)
-		// pairs cookies before a waiter passes invariant 45's bound
-		// (K4 at 64 CPUs: 1 of 3 runs in 60 s), so two cores: at 4
-		// CPUs K4 is caught in 43 ms median and K2 in 35 ms (3 seeds),
-		// against 3.4 s and 1.4 s at 16 CPUs, where a race build met
-		// K4 in 1 of 3 runs of 60 s.
-		if o.Workload == "stress" {
-			o.Workload = "coresched-hog"
-		}
-		o.CPUs = min(o.CPUs, 4)
-	}
-	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreDLTie, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreRTForceidle, bugs.CoreTreeStaleKey, bugs.CoreReplenishStalePick, bugs.CoreThrottleStalePick} {
-		if o.Bugs.Has(b) && o.CoreSched == "" {
-			o.CoreSched = "on" // these live in core scheduling's code
-		}
-	}
-	for _, b := range []bugs.ID{bugs.CoreLockFlip, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
-		if o.Bugs.Has(b) && o.CoreToggleInterval == 0 {
-			o.CoreToggleInterval = 5 * time.Millisecond // they need flips at run time
-		}
-	}
-	if o.Bugs.Has(bugs.SRQPullsDonor) && o.SharedRunq == "" {
-		o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
-	}
-	if o.Bugs.Has(bugs.SRQDrainIRQsOn) {
-		srqDrainSetup(&o)
-	}
-	if o.Bugs.Has(bugs.ProxyMigrateOffline) {
-		// F12 needs a throttled DL owner alone on a CPU when it goes
-		// down and a donor blocking on it then: at 256 CPUs, with at
-		// most one CPU in 32 toggled every 20 ms, 0 of 3 runs met it in
-		// 60 s; at 16 CPUs it takes seconds (a 2 ms interval was slower:
-		// median 10.5 s against 4.2 s, 3 seeds each).
-		o.CPUs = min(o.CPUs, 16)
-		if o.HotplugInterval == 0 {
-			o.HotplugInterval = 20 * time.Millisecond
-		}
-	}
-	if o.Bugs.Has(bugs.ReturnToOffline) && (o.HotplugInterval == 0 || o.HotplugInterval > 2*time.Millisecond) {
-		// The entry needs CPUs going offline under proxy-migrated donors,
-		// often: faster than stress's default interval.
-		o.HotplugInterval = 2 * time.Millisecond
-	}
+	HuntSetup(&o)
 	sc, err := LoadScenario(o.Workload, o.CPUs, o.Tasks)
 	if err != nil {
 		return HuntResult{}, err
@@ -137,7 +84,7 @@ func HuntWatched(o Options, budget time.Duration, watch func() string) (HuntResu
 			race.at, race.msg = r.Machine.WallTime(), msg
 		}
 	}
-	res := HuntResult{Bug: "none", Seed: o.Seed, Elapsed: r.Machine.WallTime()}
+	res := HuntResult{Bug: "none", Seed: o.Seed, Elapsed: r.Machine.WallTime(), CPUs: o.CPUs, Workload: o.Workload}
 	if names := o.Bugs.Names(); len(names) > 0 {
 		res.Bug = names[0]
 	}
@@ -156,6 +103,79 @@ func HuntWatched(o Options, budget time.Duration, watch func() string) (HuntResu
 	return res, nil
 }
 
+// HuntSetup turns on, for the catalogued bugs o.Bugs holds, what a hunt
+// needs to meet them: the feature an entry lives in (core scheduling,
+// SHARED_RUNQ, hotplug, toggles) and, for a few entries whose detection
+// rate does not grow with the machine, a smaller one (the hunt's table
+// names the CPU count a row ran at when it differs).
+func HuntSetup(o *Options) {
+	if o.Bugs.Has(bugs.CoreschedStall) {
+		// The entry lives in v3's core-wide pick and shows with
+		// CPU-bound tagged tasks beside untagged ones (the thread's VMs).
+		if o.CoreSched == "" {
+			o.CoreSched = "v3"
+		}
+		if o.Workload == "stress" {
+			o.Workload = "coresched"
+		}
+	}
+	if o.Bugs.Has(bugs.CoreFIVruntime) || o.Bugs.Has(bugs.CoreFINoTick) {
+		// One CPU hog per SMT thread, half of them tagged: nothing but
+		// the forced-idle tick and min_vruntime_fi move a core. On a
+		// large machine the forced-idle balancer (try_steal_cookie)
+		// pairs cookies before a waiter passes invariant 45's bound
+		// (K4 at 64 CPUs: 1 of 3 runs in 60 s), so two cores: at 4
+		// CPUs K4 is caught in 43 ms median and K2 in 35 ms (3 seeds),
+		// against 3.4 s and 1.4 s at 16 CPUs, where a race build met
+		// K4 in 1 of 3 runs of 60 s.
+		if o.Workload == "stress" {
+			o.Workload = "coresched-hog"
+		}
+		o.CPUs = min(o.CPUs, 4)
+	}
+	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreDLTie, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreRTForceidle, bugs.CoreTreeStaleKey, bugs.CoreReplenishStalePick, bugs.CoreThrottleStalePick} {
+		if o.Bugs.Has(b) && o.CoreSched == "" {
+			o.CoreSched = "on" // these live in core scheduling's code
+		}
+	}
+	for _, b := range []bugs.ID{bugs.CoreLockFlip, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
+		if o.Bugs.Has(b) && o.CoreToggleInterval == 0 {
+			o.CoreToggleInterval = 5 * time.Millisecond // they need flips at run time
+		}
+	}
+	if o.Bugs.Has(bugs.SRQPullsDonor) && o.SharedRunq == "" {
+		o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
+	}
+	if o.Bugs.Has(bugs.SRQDrainIRQsOn) {
+		srqDrainSetup(o)
+	}
+	if o.Bugs.Has(bugs.ProxyMigrateOffline) {
+		// F12 needs a throttled DL owner alone on a CPU when it goes
+		// down and a donor blocking on it then: at 256 CPUs, with at
+		// most one CPU in 32 toggled every 20 ms, 0 of 3 runs met it in
+		// 60 s; at 16 CPUs it takes seconds (a 2 ms interval was slower:
+		// median 10.5 s against 4.2 s, 3 seeds each).
+		o.CPUs = min(o.CPUs, 16)
+		if o.HotplugInterval == 0 {
+			o.HotplugInterval = 20 * time.Millisecond
+		}
+	}
+	if o.Bugs.Has(bugs.CoreDLTie) {
+		// F14 is met after about the same virtual time (0.2-0.9 s at 64
+		// and 256 CPUs alike, seeds 5-9), and each CPU's virtual time
+		// runs a quarter as fast at 256 as at 64: under -race at 256
+		// CPUs 4 of 5 seeds in 60 s (median 50 s), at 64 5 of 5 in
+		// two hunts (medians 7.6 and 7.2 s, worst 16.5 and 31.9 s),
+		// seeds 5-9, 3 Dec 2026.
+		o.CPUs = min(o.CPUs, 64)
+	}
+	if o.Bugs.Has(bugs.ReturnToOffline) && (o.HotplugInterval == 0 || o.HotplugInterval > 2*time.Millisecond) {
+		// The entry needs CPUs going offline under proxy-migrated donors,
+		// often: faster than stress's default interval.
+		o.HotplugInterval = 2 * time.Millisecond
+	}
+}
+
 // HuntRow summarises one bug over several seeds.
 type HuntRow struct {
 	Bug        string         `json:"bug"`
@@ -164,6 +184,7 @@ type HuntRow struct {
 	Median     time.Duration  `json:"median_ns"`
 	Max        time.Duration  `json:"max_ns"`
 	Invariants map[string]int `json:"invariants"`
+	CPUs       int            `json:"cpus"` // the machine its runs had
 	Results    []HuntResult   `json:"results"`
 }
 
@@ -178,6 +199,7 @@ func SummarizeHunt(bug string, rs []HuntResult) HuntRow {
 			row.Invariants[r.Invariant]++
 		}
 		ds = append(ds, r.Elapsed)
+		row.CPUs = r.CPUs
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	if n := len(ds); n > 0 {

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/proxysim/proxysim/internal/bugs"
 )
 
 // A hunt's second detector (the race build's report file, in practice)
@@ -33,5 +35,32 @@ func TestHuntWatchedCountsTheWatcher(t *testing.T) {
 	}
 	if r.Caught {
 		t.Fatalf("a quiet watcher caught something: %+v", r)
+	}
+}
+
+// HuntSetup shrinks the machine only for the entries whose comments give
+// the measured reason, and never grows it.
+func TestHuntSetupMachineSize(t *testing.T) {
+	for _, tc := range []struct {
+		bug        string
+		cpus, want int
+	}{
+		{"core-dl-tie", 256, 64},
+		{"core-dl-tie", 32, 32},
+		{"core-fi-no-tick", 256, 4},
+		{"proxy-migrate-offline", 256, 16},
+		{"dangling-donor", 256, 256},
+		{"core-flip-stale-pick", 256, 256},
+	} {
+		set, err := bugs.Parse([]string{tc.bug})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Defaults()
+		o.CPUs, o.Bugs = tc.cpus, set
+		HuntSetup(&o)
+		if o.CPUs != tc.want {
+			t.Errorf("%s at %d CPUs: the hunt runs %d, want %d", tc.bug, tc.cpus, o.CPUs, tc.want)
+		}
 	}
 }
