@@ -120,12 +120,6 @@ func (l *ledger) check(c *percpu.Ctx, r *rq.RQ) {
 				return
 			}
 		}
-		if dNow.policy == task.RR && dNow.slice == l.dSnap.slice && dNow.slice != rq.RRTimeslice {
-			// (A fair slice is checked through vruntime: its tick refill
-			// can bring it back to where it was.)
-			fail(D, "the donor's RR slice did not move over %d ns of class time", charged)
-			return
-		}
 	}
 	if dNow.policy.DL() {
 		// The DL budget pays for the interval while the donor stays in

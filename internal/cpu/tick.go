@@ -33,7 +33,7 @@ func (cp *CPU) tick() {
 	c.HardirqEnter()
 	r.Lock(c)
 	cp.checkDonorHere()
-	if r.Tick(c) {
+	if r.Tick(c, m.cfg.Tick) {
 		c.Inc(stats.Preemptions)
 	}
 	if r.CoreEnabled() && r.Core.Leader.Core.ForceidleCount > 0 {

@@ -32,8 +32,8 @@ const (
 
 // Scheduler tunables (virtual ns).
 const (
-	RRTimeslice    = 100_000_000 // sched_rr_timeslice_ms = 100
-	FairSlice      = 3_000_000   // sysctl_sched_base_slice: 0.75 ms x (1 + ilog2(8))
+	RRTimeslice    = task.RRTimeslice // sched_rr_timeslice
+	FairSlice      = 3_000_000        // sysctl_sched_base_slice: 0.75 ms x (1 + ilog2(8))
 	NiceZeroWeight = 1024
 )
 
@@ -503,11 +503,6 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 		return
 	}
 	if se.Policy.RT() {
-		if flags&EnqueueRestore == 0 {
-			if se.Policy == task.RR && se.Slice <= 0 {
-				se.Slice = RRTimeslice
-			}
-		}
 		r.rt = append(r.rt, p)
 		if r.nrRT.Add(1) == 2 && r.RTO != nil {
 			// rt_set_overload: the mask bit, then the count.
@@ -808,9 +803,8 @@ func (r *RQ) updateCurr(c *percpu.Ctx, deferDL bool) bool {
 		return false
 	}
 	if se.Policy.RT() {
-		if se.Policy == task.RR {
-			se.Slice -= delta
-		}
+		// update_curr_rt: the RT bandwidth (not modelled); an RR
+		// quantum is counted in ticks, by Tick
 		return false
 	}
 	se.Vruntime += calcDeltaFair(delta, se)
@@ -916,8 +910,9 @@ func (r *RQ) checkPreemptWakeupFair(c *percpu.Ctx, p *task.Task) {
 }
 
 // Tick is the class part of scheduler_tick(): charge, then decide whether
-// the donor's slice is over. Returns true if it set need_resched.
-func (r *RQ) Tick(c *percpu.Ctx) bool {
+// the donor's slice is over (tick is the virtual ns between ticks, TICK_NSEC).
+// Returns true if it set need_resched.
+func (r *RQ) Tick(c *percpu.Ctx, tick int64) bool {
 	r.AssertHeld(c)
 	resched := r.updateCurr(c, false) && !r.NeedResched()
 	if resched {
@@ -940,10 +935,13 @@ func (r *RQ) Tick(c *percpu.Ctx) bool {
 	case task.FIFO:
 		return false
 	case task.RR:
-		if se.Slice > 0 {
+		// task_tick_rt: --p->rt.time_slice, one tick at a time
+		// however long the donor ran since the last one
+		se.TimeSlice -= tick
+		if se.TimeSlice > 0 {
 			return false
 		}
-		se.Slice = RRTimeslice
+		se.TimeSlice = RRTimeslice
 		// Requeue at the tail of its priority if others share it.
 		for _, t := range r.rt {
 			if t != d && t.SE.Prio == se.Prio {

@@ -144,9 +144,14 @@ type SchedEntity struct {
 
 	Vruntime int64 // fair virtual runtime
 	Vlag     int64 // EEVDF virtual lag V - v saved at dequeue (update_entity_lag), applied by place_entity
-	Slice    int64 // fair: the request size r_i (se->slice); RR: runtime left in this time slice
-	Deadline int64 // EEVDF virtual deadline vd_i = ve_i + r_i/w_i (fair)
-	Vprot    int64 // se->vprot: the vruntime up to which the running entity is protected (RUN_TO_PARITY)
+	Slice    int64 // fair: the request size r_i (se->slice)
+	// TimeSlice is p->rt.time_slice, in virtual ns: what is left of a
+	// SCHED_RR quantum. sched_fork sets it; only task_tick_rt changes it,
+	// a tick's worth at each tick the task is the donor, so it survives
+	// sleeps, migrations and policy changes as the kernel's does. rq lock.
+	TimeSlice int64
+	Deadline  int64 // EEVDF virtual deadline vd_i = ve_i + r_i/w_i (fair)
+	Vprot     int64 // se->vprot: the vruntime up to which the running entity is protected (RUN_TO_PARITY)
 	// RelDeadline is se->rel_deadline: a non-sleep dequeue kept the
 	// deadline relative to vruntime (PLACE_REL_DEADLINE).
 	RelDeadline bool
@@ -450,6 +455,9 @@ type ExecState struct {
 	WW *WWCtx
 }
 
+// RRTimeslice is sched_rr_timeslice (RR_TIMESLICE, 100 ms) in virtual ns.
+const RRTimeslice = 100_000_000
+
 // New returns a task with the given id and name, fair at nice 0, allowed
 // on all of ncpu CPUs, and placed on cpu.
 func New(id int, name string, ncpu, cpu int) *Task {
@@ -462,6 +470,7 @@ func New(id int, name string, ncpu, cpu int) *Task {
 	p.NrCPUsAllowed = ncpu
 	p.PublishMask()
 	p.SetNice(0)
+	p.SE.TimeSlice = RRTimeslice // sched_fork
 	p.cpu.Store(int32(cpu))
 	p.WakeCPU = cpu
 	p.SE.QueueCPU = -1
