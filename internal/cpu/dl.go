@@ -197,6 +197,33 @@ func (m *Machine) cpudlFind(sched, exec *task.Task) task.Mask {
 	return later
 }
 
+// checkPreemptEqualDL is check_preempt_equal_dl(rq, p) as the series has
+// it, for p woken on r with the donor's deadline (r's lock held): useless
+// to reschedule if the execution context cannot move or cpudl offers the
+// donor no CPU; p's chain must end on r (find_exec_ctx) in a task other
+// than the one running; and if p could move (cpudl offers it a CPU for
+// its execution context), it is left to the push and pull. Otherwise the
+// donor is rescheduled.
+func (m *Machine) checkPreemptEqualDL(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
+	curr, donor := r.Curr(), r.Donor(c)
+	if curr.NrCPUsAllowed == 1 {
+		return false
+	}
+	if later := m.cpudlFind(donor, curr); later.Empty() {
+		return false
+	}
+	exec, _ := findExecCtx(c, r, p)
+	if exec == nil || exec == curr {
+		return false
+	}
+	if p.NrCPUsAllowed != 1 {
+		if later := m.cpudlFind(p, exec); !later.Empty() {
+			return false
+		}
+	}
+	return true
+}
+
 // findLaterRQ is find_later_rq(sched_ctx, exec_ctx) from CPU c: among the
 // CPUs cpudl_find offers, the task's own CPU, else this CPU if it is in
 // one of the task CPU's domains, else the first offered CPU of the

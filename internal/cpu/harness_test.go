@@ -430,7 +430,7 @@ func (h *harness) dlState() string {
 		fmt.Fprintf(&b, "%s cpu%d runtime=%v deadline=%v throttled=%v in-tree=%v timer=%v\n", p.Name, p.CPU(),
 			time.Duration(dl.Runtime), time.Duration(dl.Deadline), dl.Throttled, dl.OnDLRQ, dl.TimerQueued)
 	}
-	for _, k := range []stats.Counter{stats.DLThrottles, stats.DLReplenishments, stats.DLPushes, stats.DLPulls, stats.DLDonorPicks, stats.DLAdmissionFails} {
+	for _, k := range []stats.Counter{stats.DLThrottles, stats.DLReplenishments, stats.DLPushes, stats.DLPulls, stats.DLDonorPicks, stats.DLAdmissionFails, stats.DLEqualPreempts} {
 		fmt.Fprintf(&b, "%s=%d ", stats.CounterNames[k], stats.Sum(h.m.Stats, k))
 	}
 	b.WriteString("\n")

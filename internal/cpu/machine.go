@@ -302,6 +302,7 @@ func New(cfg Config) (*Machine, error) {
 		r.AvgIdle = 2 * migrationCost // sched_init
 		r.MaxIdleBalanceCost.Store(migrationCost)
 		r.StartDLTimer = m.startDLTimer
+		r.PreemptEqualDL = m.checkPreemptEqualDL
 		st := &stats.CPU{}
 		lc := spinlock.NewCPU(i)
 		lc.Dep = m.Dep

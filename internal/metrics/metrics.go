@@ -169,6 +169,7 @@ var counterHelp = map[string]string{
 	"dl_pulls":                   "SCHED_DEADLINE tasks pulled from a DL-overloaded CPU (pull_dl_task).",
 	"dl_donor_picks":             "Picks in which a SCHED_DEADLINE donor runs another task (its mutex owner) on its budget.",
 	"dl_admission_rejections":    "sched_setattr calls refused by SCHED_DEADLINE admission control (-EBUSY).",
+	"dl_equal_preempts":          "SCHED_DEADLINE wake-ups with the donor's deadline that rescheduled it: the donor could move, the woken task could not (check_preempt_equal_dl).",
 	"dl_affinity_refused":        "SCHED_DEADLINE affinity refusals: sched_setaffinity of a deadline task, or sched_setattr to deadline of a task, whose mask does not cover the root domain (-EBUSY, -EPERM).",
 	"delayed_dequeues":           "EEVDF sleep dequeues kept queued as sched_delayed (DELAY_DEQUEUE: the sleeper was not eligible).",
 	"delayed_requeues":           "Delayed fair tasks requeued by a wake-up in ttwu_runnable (ENQUEUE_DELAYED).",

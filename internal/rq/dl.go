@@ -368,9 +368,9 @@ func (r *RQ) DLTimerFire(c *percpu.Ctx, p *task.Task, cpu int, id uint64) bool {
 
 // wakeupPreemptDL is wakeup_preempt() for a DL task or a DL donor: a DL
 // task preempts any other class; between two DL tasks the earlier
-// deadline wins (dl_entity_preempt). The equal-deadline case
-// (check_preempt_equal_dl) is not modelled: equal deadlines do not
-// preempt.
+// deadline wins (dl_entity_preempt), and an equal one reschedules when
+// check_preempt_equal_dl says so (the donor could move and p could not,
+// PreemptEqualDL), unless need_resched is already set.
 func (r *RQ) wakeupPreemptDL(c *percpu.Ctx, p, donor *task.Task) {
 	switch {
 	case !p.DLTask():
@@ -378,6 +378,9 @@ func (r *RQ) wakeupPreemptDL(c *percpu.Ctx, p, donor *task.Task) {
 	case !donor.DLTask():
 		r.ReschedCurr(c)
 	case dlTimeBefore(p.SE.DL.Deadline, donor.SE.DL.Deadline):
+		r.ReschedCurr(c)
+	case p.SE.DL.Deadline == donor.SE.DL.Deadline && !r.NeedResched() && r.PreemptEqualDL != nil && r.PreemptEqualDL(c, r, p):
+		c.Inc(stats.DLEqualPreempts)
 		r.ReschedCurr(c)
 	}
 }

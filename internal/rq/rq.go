@@ -150,6 +150,11 @@ type RQ struct {
 	// CPU (hrtimer_start) and returns the timer's id on that CPU's list;
 	// set by the cpu package before start.
 	StartDLTimer func(c *percpu.Ctx, p *task.Task, when int64) uint64
+	// PreemptEqualDL is check_preempt_equal_dl's test (cpudl_find for
+	// the donor and for p, find_exec_ctx): should p, woken here with the
+	// donor's deadline, reschedule it? Set by the cpu package before
+	// start; nil answers no.
+	PreemptEqualDL func(c *percpu.Ctx, r *RQ, p *task.Task) bool
 	// Core is the core-scheduling state (core.go); its Leader is nil
 	// when core scheduling is off.
 	Core CoreState

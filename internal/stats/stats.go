@@ -114,6 +114,7 @@ const (
 	DLDonorPicks           // SCHED_DEADLINE: picks where a DL donor runs another task (its mutex owner)
 	DLAdmissionFails       // SCHED_DEADLINE: sched_setattr refused by admission control (-EBUSY)
 	DLAffinityRefused      // SCHED_DEADLINE: sched_setaffinity of a DL task, or sched_setattr to DL of a task, whose mask does not span the root domain (-EBUSY, -EPERM)
+	DLEqualPreempts        // SCHED_DEADLINE: wake-ups with the donor's deadline that rescheduled it (check_preempt_equal_dl)
 	DelayedDequeues        // EEVDF: sleep dequeues kept queued as sched_delayed (DELAY_DEQUEUE)
 	DelayedRequeues        // EEVDF: delayed entities requeued by a wake-up (ttwu_runnable, ENQUEUE_DELAYED)
 	DelayedBlocks          // EEVDF: delayed entities dequeued for good when picked (__block_task)
@@ -156,6 +157,7 @@ var CounterNames = [NumCounters]string{
 	"core_flip_repicks",
 	"ww_wounds", "ww_dies", "ww_edeadlk", "ww_backoffs", "ww_acquires", "exits_with_refs", "forks",
 	"dl_throttles", "dl_replenishments", "dl_pushes", "dl_pulls", "dl_donor_picks", "dl_admission_rejections", "dl_affinity_refused",
+	"dl_equal_preempts",
 	"delayed_dequeues", "delayed_requeues", "delayed_blocks", "fpt_delayed_owners",
 	"eevdf_picks_protected", "eevdf_picks_searched",
 	"newidle_balances", "newidle_domains", "newidle_pulls",
