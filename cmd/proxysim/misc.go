@@ -103,6 +103,7 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	rl := newRaceLog()
 	huntOnce := func(o sim.Options, budget time.Duration) (sim.HuntResult, error) {
+		defer serialProcs(o)()
 		if rl == nil {
 			return sim.Hunt(o, budget)
 		}

@@ -59,7 +59,9 @@ func cmdReplay(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, usageError{err.Error()}
 	}
+	restore := serialProcs(mf.o)
 	s := r.Execute()
+	restore()
 	fmt.Fprintf(stdout, "replaying: %s\nrecorded:  invariant %s (%s) at event #%s\n", cmdline, want[2], want[3], want[1])
 	if !s.Failed() {
 		fmt.Fprintf(stdout, "replayed:  no violation\nNOT reproduced\n")

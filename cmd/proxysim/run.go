@@ -87,7 +87,9 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 	prog.clear()
 	in.setStop(func() { r.Stop("signal: " + in.signal().String()) })
 	prog.running(r)
+	restore := serialProcs(o)
 	s := r.Execute()
+	restore()
 	prog.stop()
 	prog = nil
 	code := exitOK

@@ -137,7 +137,9 @@ func retryDeterministic(args []string, mf *machineFlags, inv string, budget time
 			return ""
 		}
 		start := time.Now()
+		restore := serialProcs(o)
 		s := r.Execute()
+		restore()
 		elapsed := time.Since(start)
 		got := ""
 		if s.Failed() {
@@ -311,7 +313,9 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 	if sf.statInterval > 0 {
 		go statLoop(r, sf, log, done)
 	}
+	restore := serialProcs(mf.o)
 	s := r.Execute()
+	restore()
 	code := exitOK
 	if s.Failed() {
 		code = exitViolation
