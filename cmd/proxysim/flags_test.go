@@ -217,8 +217,8 @@ func TestReplayCommandKeepsTheRunsFlags(t *testing.T) {
 	mf.o.Seed = 3
 	args := []string{"--cpus", "32", "--sched-features", "SHARED_RUNQ", "--srq-toggle-interval", "1ms", "--report", "x.report",
 		"--seed", "3", "--duration=20s", "--deterministic", "--bug", "srq-drain-irqs-on", "--trace=t.json", "--strategy", "random"}
-	got := replayCommand(args, mf, "pct:3", 20*time.Second)
-	want := "proxysim stress --cpus 32 --sched-features SHARED_RUNQ --srq-toggle-interval 1ms --bug srq-drain-irqs-on --seed 3 --deterministic --strategy pct:3 --duration 20s"
+	got := boundedReplayCommand(args, mf, "pct:3", 20*time.Millisecond)
+	want := "proxysim stress --cpus 32 --sched-features SHARED_RUNQ --srq-toggle-interval 1ms --bug srq-drain-irqs-on --seed 3 --deterministic --strategy pct:3 --duration 0 --sim-time 20ms"
 	if got != want {
 		t.Errorf("replay command\n got %s\nwant %s", got, want)
 	}

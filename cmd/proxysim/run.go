@@ -189,22 +189,17 @@ func writeTrace(r *sim.Run, mf *machineFlags, cmdline string, stderr io.Writer) 
 	}
 }
 
-// replayCommand is the stress command line that replays a concurrent
-// run's seed in deterministic mode with strategy st: the run's own flags
-// (all of them: the workload, bugs, injectors, features), less those that
-// name outputs or the mode, plus the seed and the deterministic ones.
-func replayCommand(args []string, mf *machineFlags, st string, budget time.Duration) string {
-	return deterministicCommand(args, mf, st, "--duration", budget.String())
-}
-
-// boundedReplayCommand is replayCommand for a run known to fail by
-// virtual time simTime: it runs to that virtual time, with no wall-clock
-// limit, so that a slower host replays it just the same.
+// boundedReplayCommand is the stress command line that replays a run's
+// seed in deterministic mode with strategy st, for a run known to fail by
+// virtual time simTime: the run's own flags (all of them: the workload,
+// bugs, injectors, features), less those that name outputs or the mode,
+// plus the seed and the deterministic ones. It runs to that virtual time,
+// with no wall-clock limit, so that a slower host replays it just the same.
 func boundedReplayCommand(args []string, mf *machineFlags, st string, simTime time.Duration) string {
 	return deterministicCommand(args, mf, st, "--duration", "0", "--sim-time", simTime.String())
 }
 
-// deterministicCommand is replayCommand's command line ending in tail.
+// deterministicCommand is boundedReplayCommand's command line ending in tail.
 func deterministicCommand(args []string, mf *machineFlags, st string, tail ...string) string {
 	drop := map[string]bool{"report": true, "trace": true, "cpuprofile": true, "metrics-addr": true, "duration": true,
 		"strategy": true, "deterministic": false, "retry-deterministic": true, "seed": true, "print-report": false}
