@@ -11,8 +11,8 @@ import (
 // returns what puts the old count back. A deterministic run keeps one CPU
 // goroutine runnable at a time, and handing the turn to a goroutine
 // parked on the other P costs a thread wake-up at nearly every turn: at
-// 256 CPUs one P is 10-14% faster in wall time (docs/architecture.md,
-// "The floors under goals 1, 2 and 4"). A concurrent run, and a
+// 256 CPUs one P gives 1.15-1.23 times the events per wall second
+// (docs/architecture.md, "The floors under goals 1, 2 and 4"). A concurrent run, and a
 // deterministic one under a GOMAXPROCS the user set, keep the count.
 // Callers use it only where one run executes at a time in the process
 // (run, stress, its retry, replay, a hunt); shrink and explore run
