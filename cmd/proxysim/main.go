@@ -60,6 +60,7 @@ func init() {
 		{"explore", "schedule exploration: many short deterministic runs in parallel, stop at the first failure", cmdExplore},
 		{"shrink", "shrink a deterministic failure to a small scenario file that still fails the same way", cmdShrink},
 		{"ab", "A/B benchmark tables (hackbench, tbench, netperf, schbench) for proxy-exec off / single-rq / full, with the counts behind them", cmdAB},
+		{"explain", "explain a failure: the interleaving as a CPU-column diagram in kernel terms, cut to what caused it", cmdExplain},
 		{"replay", "run a failure report's command again and check it hits the same violation at the same event", cmdReplay},
 		{"version", "print the version", cmdVersion},
 	}

@@ -102,6 +102,10 @@ type Conductor struct {
 	OnStall    func(steps uint64)
 	lastMark   uint64
 	stalled    bool
+	// OnTurn, if set, is called by participant id's goroutine each time
+	// it gets the turn back from another (the explanation replay's watch
+	// learns which CPU runs). Set before the participants enter.
+	OnTurn func(id int)
 	// Steps counts turns handed out (the schedule's length).
 }
 
@@ -151,6 +155,9 @@ func (c *Conductor) Enter(id int) {
 	ch := c.turn[id]
 	c.mu.Unlock()
 	<-ch
+	if c.OnTurn != nil {
+		c.OnTurn(id)
+	}
 }
 
 // Yield hands the turn back; spin says the caller failed a try-lock.
@@ -182,6 +189,9 @@ func (c *Conductor) passTurnLocked(id int) {
 	ch := c.turn[id]
 	c.mu.Unlock()
 	<-ch
+	if c.OnTurn != nil {
+		c.OnTurn(id)
+	}
 }
 
 // Block parks participant id until Unblock(id) (or Stop); it returns

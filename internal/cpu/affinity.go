@@ -70,7 +70,7 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 		// 8; a waking task that then took a mutex, migrate-disabled,
 		// was proxy-migrated to that stray wake_cpu, got the lock there
 		// and ran where it was not pinned: invariant 49).
-		p.WakeCPU = dest
+		p.SetWakeCPU(dest)
 	}
 	switch {
 	case mask.Has(p.CPU()):
@@ -156,7 +156,7 @@ func (cp *CPU) migrationStop() {
 			// (Moving it let a migrate-disabled waiter, proxy-migrated
 			// to its new "home", take the lock and run there: invariant
 			// 49.)
-			p.WakeCPU = p.CPUsMask.Next(0)
+			p.SetWakeCPU(p.CPUsMask.Next(0))
 		}
 		if pr != r || p.CPUsMask.Has(r.CPU) || !p.Queued() || p.State() == task.Dead {
 			pr.Unlock(c)

@@ -111,6 +111,10 @@ func (b *barrier) arrive(cp *CPU) bool {
 // advanceLocked ends the epoch: every CPU is parked.
 func (b *barrier) advanceLocked() {
 	m := b.m
+	if w := m.cfg.Watch; w != nil {
+		w.Barrier(true)
+		defer w.Barrier(false)
+	}
 	h := b.horizon.Load()
 	e := m.epochs.Add(1)
 	m.runner.progress()

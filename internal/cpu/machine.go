@@ -69,6 +69,10 @@ type Config struct {
 	// Topology is the machine's shape (sockets, LLCs, cores, threads);
 	// nil: topology.Default(CPUs).
 	Topology *topology.Topology
+	// Watch, if set, records every lock step and every read and write of
+	// the protocol's state for an explanation (trace.Watch). Needs
+	// Strategy: a watched run replays the unwatched one event for event.
+	Watch *trace.Watch
 	// Strategy, if set, runs the machine serially (deterministic mode):
 	// one CPU goroutine at a time, switching at every yield point, the
 	// next one chosen by this seeded strategy.
@@ -237,6 +241,9 @@ func New(cfg Config) (*Machine, error) {
 	if n := cfg.Topology.NumCPUs(); n != cfg.CPUs {
 		return nil, fmt.Errorf("cpu: topology %s has %d CPUs, the machine %d", cfg.Topology, n, cfg.CPUs)
 	}
+	if cfg.Watch != nil && cfg.Strategy == nil {
+		return nil, fmt.Errorf("cpu: a watch needs a deterministic strategy")
+	}
 	m := &Machine{cfg: cfg, topo: cfg.Topology, tasks: []*task.Task{nil}, specs: []TaskSpec{{}}, gens: []int{0}, stopReq: make(chan struct{}, 1), dlb: rq.NewDLBandwidth(cfg.CPUs)}
 	m.Log = trace.NewLog(cfg.CPUs, cfg.RingSize)
 	m.runner = parallelRunner{}
@@ -252,6 +259,10 @@ func New(cfg Config) (*Machine, error) {
 		// the seed, and its hash proves it.
 		m.Log.EnableHash()
 		m.runner = serialRunner{m.cond}
+		if w := cfg.Watch; w != nil {
+			m.cond.OnTurn = w.SetCPU
+			m.Log.SetWatch(w)
+		}
 	}
 	m.Rep = check.NewReporter()
 	m.Rep.OnFirst = func(v check.Violation) {
@@ -291,7 +302,9 @@ func New(cfg Config) (*Machine, error) {
 		idle.CPUsMask = task.MaskOf(i)
 		idle.NrCPUsAllowed = 1
 		idle.SetOnCPU(true)
+		idle.Watch = cfg.Watch
 		r := rq.New(i, idle)
+		r.Watch = cfg.Watch
 		r.PlaceNrRunning(&m.nrRunning[i])
 		r.SetLockOrder(m.topo.LockOrderKey(i))
 		r.RTO = &m.rto
@@ -306,6 +319,10 @@ func New(cfg Config) (*Machine, error) {
 		st := &stats.CPU{}
 		lc := spinlock.NewCPU(i)
 		lc.Dep = m.Dep
+		if w := cfg.Watch; w != nil {
+			cpu := i
+			lc.OnLock = func(l *spinlock.Lock, taken bool) { w.Lock(cpu, uint8(l.Class()), int32(l.Sub()), taken) }
+		}
 		if cfg.Hooks != nil {
 			lc.Hooks = cfg.Hooks(i)
 		}
@@ -427,6 +444,7 @@ func (m *Machine) IPIPending(cpu int) bool { return m.cpus[cpu].pending() }
 // AddMutex creates a mutex. Only before Start.
 func (m *Machine) AddMutex(name string) *mutex.Mutex {
 	mx := mutex.New(len(m.mutexes), name, m.Task)
+	mx.Watch = m.cfg.Watch
 	m.mutexes = append(m.mutexes, mx)
 	return mx
 }
@@ -487,6 +505,7 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 // on c's CPU). The task is not yet visible to the machine.
 func (m *Machine) newTask(id int, name string, s TaskSpec, c *percpu.Ctx) (*task.Task, error) {
 	p := task.New(id, name, len(m.cpus), s.CPU)
+	p.Watch = m.cfg.Watch
 	p.Group = s.Group
 	p.CoreCookie = s.Cookie
 	p.CPUsMask = s.Mask
@@ -589,6 +608,8 @@ func (m *Machine) warn(c *percpu.Ctx, inv check.Invariant, id int, name, msg str
 	if c != nil {
 		c.Emit(trace.EvViolation, int32(v.Task), int32(inv), 0, 0)
 		v.CPU, v.Time = c.ID, c.Now
+	} else if w := m.cfg.Watch; w != nil {
+		w.Check(int(inv))
 	}
 	v.Seq = m.Log.Seq()
 	m.Rep.Report(v)

@@ -106,14 +106,14 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 	}
 	if cpu != p.CPU() {
 		why := trace.ReasonWake
-		if p.CPU() != p.WakeCPU {
+		if p.CPU() != p.WakeCPUOf() {
 			// Away from home: a proxy-migrated task that
 			// proxy_needs_return (or proxy_activate) sent back.
 			why = trace.ReasonReturn
 		}
 		rq.SetTaskCPU(c, p, cpu, false, why)
 	} else if cpu != p.WakeCPU {
-		p.WakeCPU = cpu
+		p.SetWakeCPU(cpu)
 	}
 	p.WakeTime = c.Now
 	queued := m.ttwuQueue(c, p, cpu)
@@ -215,6 +215,7 @@ func (m *Machine) queueWakeList(c *percpu.Ctx, p *task.Task, target int) {
 			break
 		}
 	}
+	p.WatchWrite(trace.FieldWakeEntry, int64(target))
 	c.Inc(stats.WakeupsRemote)
 	c.Emit(trace.EvWake, int32(p.ID), int32(target), 1, 0)
 	m.sendIPI(c, target, ipiWakeList)
@@ -289,6 +290,7 @@ func (cp *CPU) ttwuPending() {
 	for p := head; p != nil; {
 		next := p.WakeEntry.Load()
 		p.WakeEntry.Store(nil)
+		p.WatchRead(trace.FieldWakeEntry, int64(cp.id))
 		list = append(list, p)
 		p = next
 	}

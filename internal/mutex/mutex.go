@@ -52,6 +52,10 @@ type Mutex struct {
 	ctx atomic.Pointer[task.WWCtx]
 	// task resolves an owner id. Read-only.
 	task func(id int) *task.Task
+	// Watch, when an explanation replay runs, records the changes of the
+	// owner word and the wait list (trace.Watch); nil otherwise. Set
+	// before the machine runs, read-only after.
+	Watch *trace.Watch
 }
 
 // New returns an unlocked mutex. resolve maps task ids (>= 1) to tasks.
@@ -69,9 +73,29 @@ func (m *Mutex) String() string { return fmt.Sprintf("%s/m%d%s", m.name, m.id, m
 // WaitLock returns the wait_lock.
 func (m *Mutex) WaitLock() *spinlock.Lock { return &m.waitLock }
 
+// casOwner is atomic_long_try_cmpxchg on the owner word (every writer of
+// the word goes through it, so the explanation replay sees each change).
+func (m *Mutex) casOwner(old, nw uint64) bool {
+	if !m.owner.CompareAndSwap(old, nw) {
+		return false
+	}
+	if m.Watch != nil {
+		m.Watch.Write(trace.ObjMutex, int32(m.id), trace.FieldOwner, WatchOwner(nw))
+	}
+	return true
+}
+
+// WatchOwner is an owner word's value in a watched mutex->owner: the
+// owner's id in the low 32 bits, the MUTEX_FLAG_* bits above.
+func WatchOwner(word uint64) int64 { return int64(word>>3) | int64(word&flagMask)<<32 }
+
 // OwnerTask is __mutex_owner(): the owner task read without lock, or nil.
 func (m *Mutex) OwnerTask() *task.Task {
-	id := m.owner.Load() >> 3
+	w := m.owner.Load()
+	if m.Watch != nil {
+		m.Watch.Read(trace.ObjMutex, int32(m.id), trace.FieldOwner, WatchOwner(w))
+	}
+	id := w >> 3
 	if id == 0 {
 		return nil
 	}
@@ -89,7 +113,7 @@ func (m *Mutex) Waiters(c *percpu.Ctx) []*task.Task {
 
 // TryLockFast is the lock fast path: take a free mutex with no flags.
 func (m *Mutex) TryLockFast(c *percpu.Ctx, p *task.Task) bool {
-	if m.owner.CompareAndSwap(0, uint64(p.ID)<<3) {
+	if m.casOwner(0, uint64(p.ID)<<3) {
 		c.Inc(stats.MutexAcquires)
 		p.Stats.Acquires++
 		c.Emit(trace.EvLock, int32(p.ID), int32(m.id), 0, 0)
@@ -122,7 +146,7 @@ func (m *Mutex) trylock(p *task.Task, handoff bool) bool {
 		default:
 			nw = me<<3 | flags&FlagWaiters
 		}
-		if m.owner.CompareAndSwap(old, nw) {
+		if m.casOwner(old, nw) {
 			return got
 		}
 	}
@@ -446,6 +470,9 @@ func (m *Mutex) addWaiter(p *task.Task, ctx *task.WWCtx, pos int) {
 	}
 	m.waiters = slices.Insert(m.waiters, pos, p)
 	m.wctx = slices.Insert(m.wctx, pos, ctx)
+	if m.Watch != nil {
+		m.Watch.Write(trace.ObjMutex, int32(m.id), trace.FieldWaiters, int64(p.ID))
+	}
 	m.first.Store(m.waiters[0])
 	m.setFlag(FlagWaiters)
 }
@@ -457,6 +484,9 @@ func (m *Mutex) removeWaiter(p *task.Task) {
 		if w == p {
 			m.waiters = append(m.waiters[:i], m.waiters[i+1:]...)
 			m.wctx = append(m.wctx[:i], m.wctx[i+1:]...)
+			if m.Watch != nil {
+				m.Watch.Write(trace.ObjMutex, int32(m.id), trace.FieldWaiters, -int64(p.ID))
+			}
 			break
 		}
 	}
@@ -481,7 +511,7 @@ func (m *Mutex) acquired(c *percpu.Ctx, p *task.Task, waited bool) {
 func (m *Mutex) setFlag(f uint64) {
 	for {
 		old := m.owner.Load()
-		if old&f != 0 || m.owner.CompareAndSwap(old, old|f) {
+		if old&f != 0 || m.casOwner(old, old|f) {
 			return
 		}
 	}
@@ -490,7 +520,7 @@ func (m *Mutex) setFlag(f uint64) {
 func (m *Mutex) clearFlag(f uint64) {
 	for {
 		old := m.owner.Load()
-		if old&f == 0 || m.owner.CompareAndSwap(old, old&^f) {
+		if old&f == 0 || m.casOwner(old, old&^f) {
 			return
 		}
 	}
@@ -529,7 +559,7 @@ func WakeQTakesRefs() bool { return !mutantWakeQNoRef() }
 // on wq for the caller to wake once both locks are dropped.
 func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 	me := uint64(p.ID)
-	if m.owner.CompareAndSwap(me<<3, 0) {
+	if m.casOwner(me<<3, 0) {
 		c.Emit(trace.EvUnlock, int32(p.ID), int32(m.id), 0, 0)
 		return
 	}
@@ -552,7 +582,7 @@ func (m *Mutex) Unlock(c *percpu.Ctx, p *task.Task, wq *WakeQ) {
 		if old&FlagHandoff != 0 {
 			break // the first waiter asked for it: hand it over below
 		}
-		if m.owner.CompareAndSwap(old, old&flagMask) {
+		if m.casOwner(old, old&flagMask) {
 			if old&FlagWaiters == 0 {
 				c.Emit(trace.EvUnlock, int32(p.ID), int32(m.id), 0, 0)
 				return
@@ -617,7 +647,7 @@ func (m *Mutex) handoff(next *task.Task) {
 		if next != nil {
 			nw |= uint64(next.ID)<<3 | FlagPickup
 		}
-		if m.owner.CompareAndSwap(old, nw) {
+		if m.casOwner(old, nw) {
 			return
 		}
 	}

@@ -123,7 +123,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 		if owner == nil {
 			// The lock is free or being handed over: p may take it.
 			p.ClearBlockedOn(c, nil, true)
-			if p == curr || p.WakeCPU == this {
+			if p == curr || p.WakeCPUOf() == this {
 				// Run p here (its __state is still the sleep state; it
 				// goes round its wait loop).
 				runLink(c, p)
@@ -196,6 +196,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				park.LinkSleepingOwner(owner)
 				park.ParkedBatch = 0
 				owner.BlockedHead = append(owner.BlockedHead, park)
+				owner.WatchWrite(trace.FieldBlockedHead, int64(park.ID))
 				owner.BlockedLock.Unlock(c.CPU)
 				c.Inc(stats.SleepingOwnerEnqueues)
 				c.Emit(trace.EvParkOnOwner, int32(park.ID), int32(owner.ID), 0, 0)
@@ -480,7 +481,7 @@ func reasonFor(i int) trace.MigrateReason {
 // it on an allowed CPU.
 func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 	r.AssertHeld(c)
-	if p.CPU() == p.WakeCPU {
+	if p.CPU() == p.WakeCPUOf() {
 		return false
 	}
 	p.BlockedLock.Lock(c.CPU)
@@ -539,6 +540,7 @@ func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
 	owner.BlockedHead = append(owner.BlockedHead, nil)
 	copy(owner.BlockedHead[1:], owner.BlockedHead)
 	owner.BlockedHead[0] = p
+	owner.WatchWrite(trace.FieldBlockedHead, int64(p.ID))
 	ReschedIdle(c, r)
 	r.BlockTask(c, p, p.State())
 	c.Inc(stats.SleepingOwnerEnqueues)
@@ -552,6 +554,7 @@ func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
 // (v9): donors that re-park meanwhile wait for the next wakeup.
 func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task.Task) {
 	owner.BlockedLock.Lock(c.CPU)
+	owner.WatchRead(trace.FieldBlockedHead, int64(len(owner.BlockedHead)))
 	if owner.OnActivationList || len(owner.BlockedHead) == 0 {
 		owner.BlockedLock.Unlock(c.CPU)
 		return
@@ -577,6 +580,7 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 				}
 				w := o.BlockedHead[0]
 				o.BlockedHead = o.BlockedHead[1:]
+				o.WatchWrite(trace.FieldBlockedHead, -int64(w.ID))
 				old := w.UnlinkSleepingOwner()
 				o.BlockedLock.Unlock(c.CPU)
 				task.PutSleepingOwner(old) // o's: never its last reference, o is being woken
@@ -588,6 +592,9 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 		o.BlockedLock.Lock(c.CPU)
 		batch := o.BlockedHead
 		o.BlockedHead = nil
+		for _, w := range batch {
+			o.WatchWrite(trace.FieldBlockedHead, -int64(w.ID))
+		}
 		o.OnActivationList = false
 		o.BatchSeq++
 		gen := o.BatchSeq
@@ -599,7 +606,7 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 			// leaves the batch, then is activated without the lock. A
 			// waiter that left the batch meanwhile (woken and unlinked,
 			// perhaps parked again, even on this same owner) is skipped.
-			if !c.Bug(bugs.LateActivationOnCPU) && (w.SleepingOwner.Load() != o || w.ParkedBatch != gen) {
+			if !c.Bug(bugs.LateActivationOnCPU) && (w.ReadSleepingOwner() != o || w.ParkedBatch != gen) {
 				continue
 			}
 			w.ParkedBatch = 0
@@ -612,6 +619,7 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 			task.PutSleepingOwner(old)
 			doActivateBlockedWaiter(c, mach, target, o, w)
 			w.BlockedLock.Lock(c.CPU)
+			w.WatchRead(trace.FieldBlockedHead, int64(len(w.BlockedHead)))
 			has := len(w.BlockedHead) > 0 && !w.OnActivationList
 			if has {
 				w.OnActivationList = true
@@ -658,7 +666,7 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *
 		// Bug 1 (before v18): a waiter from a stale batch is activated
 		// even if, since it was detached, it was woken, ran and blocked
 		// again (still on_cpu where it ran, or parked anew).
-	} else if w.OnCPU() || w.SleepingOwner.Load() != nil {
+	} else if w.OnCPU() || w.ReadSleepingOwner() != nil {
 		// Still switching out where it ran, or parked again: whoever
 		// handles it now owns it. Stable here: parking needs w queued,
 		// and w's pi_lock keeps it off every queue.

@@ -48,6 +48,10 @@ type BalanceCallback struct {
 // RQ is one CPU's runqueue.
 type RQ struct {
 	CPU int
+	// Watch, when an explanation replay runs, records the reads and
+	// writes of curr, donor and the queue (trace.Watch); nil otherwise.
+	// Set before the machine runs, read-only after.
+	Watch *trace.Watch
 	// own is rq->__lock, this runqueue's own lock. Sites never use it
 	// directly: they go through lockp() (rq_lockp), which is own or, with
 	// core scheduling enabled on this rq, the core leader's own lock;
@@ -330,14 +334,33 @@ func (r *RQ) AssertHeld(c *percpu.Ctx) {
 func (r *RQ) Holder() int { return r.lockp().Holder() }
 
 // Curr returns rq->curr (READ_ONCE: may be read without the lock).
-func (r *RQ) Curr() *task.Task { return r.curr.Load() }
+func (r *RQ) Curr() *task.Task {
+	p := r.curr.Load()
+	r.watchRead(trace.FieldCurr, task.WatchID(p))
+	return p
+}
 
 // SetCurr sets rq->curr; the rq lock must be held.
 func (r *RQ) SetCurr(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
 	r.checkpoint(c, false)
 	r.curr.Store(p)
+	r.watchWrite(trace.FieldCurr, task.WatchID(p))
 	r.checkpoint(c, true)
+}
+
+// watchRead and watchWrite record a step of this runqueue's state for an
+// explanation replay (trace.Watch).
+func (r *RQ) watchRead(f trace.Field, v int64) {
+	if r.Watch != nil {
+		r.Watch.Read(trace.ObjRQ, int32(r.CPU), f, v)
+	}
+}
+
+func (r *RQ) watchWrite(f trace.Field, v int64) {
+	if r.Watch != nil {
+		r.Watch.Write(trace.ObjRQ, int32(r.CPU), f, v)
+	}
 }
 
 // PublishPrio publishes the donor's priority for cpupri-style lockless
@@ -353,6 +376,7 @@ func (r *RQ) CurrPrio() int { return int(r.currPrio.Load()) }
 // Donor returns rq->donor; the rq lock must be held.
 func (r *RQ) Donor(c *percpu.Ctx) *task.Task {
 	r.AssertHeld(c)
+	r.watchRead(trace.FieldDonor, task.WatchID(r.donor))
 	return r.donor
 }
 
@@ -365,6 +389,7 @@ func (r *RQ) SetDonor(c *percpu.Ctx, p *task.Task) {
 	r.checkpoint(c, false)
 	prev := r.donor
 	if prev != p {
+		r.watchWrite(trace.FieldDonor, task.WatchID(p))
 		// put_prev_set_next_task(): the fair entity of the old donor
 		// goes back into the tree, the new one becomes cfs_rq->curr.
 		if prev == r.cfsCurr && prev != nil {
@@ -503,6 +528,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	if se.Policy.DL() {
 		se.Queued = true
 		se.QueueCPU = r.CPU
+		r.watchWrite(trace.FieldQueued, int64(p.ID))
 		r.enqueueTaskDL(c, p, flags)
 		r.coreEnqueueAfterClass(c, p)
 		return
@@ -519,6 +545,7 @@ func (r *RQ) Enqueue(c *percpu.Ctx, p *task.Task, flags int) {
 	}
 	se.Queued = true
 	se.QueueCPU = r.CPU
+	r.watchWrite(trace.FieldQueued, int64(p.ID))
 	nr := atomic.AddInt32(r.nrRunning, 1)
 	if nr == 2 {
 		r.setRDOverloaded() // add_nr_running: prev_nr < 2 && nr_running >= 2
@@ -554,6 +581,7 @@ func (r *RQ) Dequeue(c *percpu.Ctx, p *task.Task, flags int) bool {
 		r.dequeueTaskDL(c, p)
 		se.Queued = false
 		se.QueueCPU = -1
+		r.watchWrite(trace.FieldQueued, -int64(p.ID))
 		return true
 	}
 	return r.dequeueTask(c, p, flags)
@@ -578,6 +606,7 @@ func (r *RQ) dequeueTask(c *percpu.Ctx, p *task.Task, flags int) bool {
 		return false
 	}
 	se.QueueCPU = -1
+	r.watchWrite(trace.FieldQueued, -int64(p.ID))
 	atomic.AddInt32(r.nrRunning, -1)
 	return true
 }
@@ -1127,7 +1156,7 @@ func SetTaskCPU(c *percpu.Ctx, p *task.Task, cpu int, keepWakeCPU bool, reason t
 	}
 	p.SetCPU(cpu)
 	if !keepWakeCPU {
-		p.WakeCPU = cpu
+		p.SetWakeCPU(cpu)
 	}
 	c.Inc(stats.Migrations)
 	stats.Bump(&c.Stats.MigrateBy[reason], 1)

@@ -82,6 +82,10 @@ type Options struct {
 	// created (every few thousand, and at the end).
 	OnSetup func(done, total int)
 
+	// Watch, if set, records the run step by step for an explanation
+	// (proxysim explain); it needs Deterministic.
+	Watch *trace.Watch
+
 	// Deterministic runs the machine serially under a conductor with
 	// Strategy ("time", "random", "pct:D"); jitter and stutter are off.
 	Deterministic bool
@@ -287,6 +291,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	}
 	cfg.WakingBound = int64(o.WakingBound)
 	cfg.Hooks = o.Hooks
+	cfg.Watch = o.Watch
 	cfg.OnEpoch = o.OnEpoch
 	cfg.ShuffleEvery = int64(o.ShuffleInterval)
 	cfg.DomainRebuildEvery = int64(o.DomainRebuildInterval)

@@ -127,6 +127,10 @@ type CPU struct {
 	// Describe, if set, names the task running on this CPU and its clock,
 	// for lockdep's reports. Called by the owning goroutine.
 	Describe func() (comm string, now int64)
+	// OnLock, if set, is told of every lock this CPU takes (taken) and
+	// drops: the explanation replay's watch (trace.Watch). Called by the
+	// owning goroutine.
+	OnLock func(l *Lock, taken bool)
 
 	Acquisitions atomic.Uint64 // all acquisitions
 	Contended    atomic.Uint64 // acquisitions whose first try failed
@@ -253,6 +257,9 @@ func (l *Lock) lock(c *CPU, nested bool) {
 	}
 	c.held[c.nHeld] = l
 	c.nHeld++
+	if c.OnLock != nil {
+		c.OnLock(l, true)
+	}
 }
 
 func spinBucket(spins uint64) int {
@@ -289,6 +296,9 @@ func (l *Lock) Unlock(c *CPU) {
 	c.held[c.nHeld] = nil
 	l.setHolder(0)
 	l.mu.Unlock()
+	if c.OnLock != nil {
+		c.OnLock(l, false)
+	}
 	if irqsaveClass[l.class] {
 		// raw_spin_unlock_irqrestore: IrqEnable, its common case
 		// inline.

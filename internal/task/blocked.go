@@ -34,6 +34,7 @@ func (p *Task) SetBlockedOn(c *percpu.Ctx, m Lock) {
 		c.Warn(check.InvMutexMisuse, p.ID, p.String(), "__set_task_blocked_on: %v blocked on %v, set to %v", p, p.blockedOn, m)
 	}
 	p.blockedOn = m
+	p.WatchWrite(trace.FieldBlockedOn, lockID(m))
 	if v := m != nil; p.blockedOnOnce.Load() != v {
 		p.blockedOnOnce.Store(v)
 	}
@@ -43,13 +44,28 @@ func (p *Task) SetBlockedOn(c *percpu.Ctx, m Lock) {
 // READ_ONCE, for readers that hold no blocked_lock (the load balancer,
 // RT push and pull, __schedule on prev, the core balancer): finding F5's
 // fix. IsBlockedOnPlain is the reference kernel's plain read.
-func (p *Task) IsBlockedOnOnce() bool { return p.blockedOnOnce.Load() }
+func (p *Task) IsBlockedOnOnce() bool {
+	v := p.blockedOnOnce.Load()
+	p.WatchRead(trace.FieldBlockedOn, b2i(v))
+	return v
+}
+
+// lockID is a lock's value in a watched blocked_on: its id + 1, 0 for none.
+func lockID(m Lock) int64 {
+	if m == nil {
+		return 0
+	}
+	return int64(m.ID()) + 1
+}
 
 // IsBlockedOnPlain is the reference's task_is_blocked(): a plain read of
 // blocked_on with no lock, concurrent with writers that hold only
 // blocked_lock. The race detector reports it (--bug blocked-on-plain-read,
 // finding F5).
-func (p *Task) IsBlockedOnPlain() bool { return p.blockedOn != nil }
+func (p *Task) IsBlockedOnPlain() bool {
+	p.WatchRead(trace.FieldBlockedOn, lockID(p.blockedOn))
+	return p.blockedOn != nil
+}
 
 // ClearBlockedOn is __clear_task_blocked_on(p, m): p waits for nothing
 // from now on. m == nil clears whatever is set; with m given, a task
@@ -67,6 +83,7 @@ func (p *Task) ClearBlockedOn(c *percpu.Ctx, m Lock, traced bool) {
 		return
 	}
 	p.blockedOn = nil
+	p.WatchWrite(trace.FieldBlockedOn, 0)
 	p.blockedOnOnce.Store(false)
 	p.UnblockedAt = c.Now
 	if traced {
@@ -76,13 +93,20 @@ func (p *Task) ClearBlockedOn(c *percpu.Ctx, m Lock, traced bool) {
 
 // IsBlocked returns p->is_blocked. The caller holds the rq lock of
 // task_cpu(p), or is p (current).
-func (p *Task) IsBlocked() bool { return p.isBlocked != 0 }
+func (p *Task) IsBlocked() bool {
+	p.WatchRead(trace.FieldIsBlocked, p.isBlocked)
+	return p.isBlocked != 0
+}
 
 // IsBlockedOnce is READ_ONCE(p->is_blocked), for a reader that holds
 // neither (do_activate_blocked_waiter, under p's pi_lock alone): finding
 // F4's fix. The kernel's plain read is IsBlocked (--bug
 // is-blocked-plain-read), which the race detector reports.
-func (p *Task) IsBlockedOnce() bool { return p.isBlockedOnce.Load() }
+func (p *Task) IsBlockedOnce() bool {
+	v := p.isBlockedOnce.Load()
+	p.WatchRead(trace.FieldIsBlocked, b2i(v))
+	return v
+}
 
 // SetIsBlocked writes p->is_blocked (with WRITE_ONCE's mirror for
 // IsBlockedOnce), with the rq lock of task_cpu(p) held
@@ -96,12 +120,13 @@ func (p *Task) IsBlockedOnce() bool { return p.isBlockedOnce.Load() }
 // try_to_wake_up's WARN; KCSAN, by default, reports only races that
 // change the value, and so does the model (docs/findings.md, "Looked at").
 func (p *Task) SetIsBlocked(v bool) {
-	if p.IsBlocked() == v {
+	if (p.isBlocked != 0) == v {
 		return
 	}
 	p.isBlocked = 0
 	if v {
 		p.isBlocked = 1
 	}
+	p.WatchWrite(trace.FieldIsBlocked, p.isBlocked)
 	p.isBlockedOnce.Store(v)
 }

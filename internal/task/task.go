@@ -7,6 +7,7 @@ import (
 
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"
+	"github.com/proxysim/proxysim/internal/trace"
 )
 
 // State is __state.
@@ -407,6 +408,11 @@ type Task struct {
 	// Stats is written only by the CPU running the task (or its waker,
 	// under PiLock); read after the run stops.
 	Stats TaskStats
+
+	// Watch, when an explanation replay runs, records the reads and
+	// writes of the task's protocol state (trace.Watch); nil otherwise.
+	// Set before the task first runs, read-only after.
+	Watch *trace.Watch
 }
 
 // TaskStats holds per-task latency statistics.
@@ -604,26 +610,69 @@ func (p *Task) String() string {
 	return fmt.Sprintf("%s/%d", p.Name, p.ID)
 }
 
+// WatchRead and WatchWrite record a read or a write of field f of p, of
+// value v, for an explanation replay (trace.Watch); nothing when no watch
+// runs. The accessors below call them; code that touches a watched field
+// directly (a list) calls them itself.
+func (p *Task) WatchRead(f trace.Field, v int64) {
+	if p.Watch != nil {
+		p.Watch.Read(trace.ObjTask, int32(p.ID), f, v)
+	}
+}
+
+// WatchWrite: see WatchRead.
+func (p *Task) WatchWrite(f trace.Field, v int64) {
+	if p.Watch != nil {
+		p.Watch.Write(trace.ObjTask, int32(p.ID), f, v)
+	}
+}
+
+// WatchID is p's value in a watched pointer field: its id, 0 for nil.
+func WatchID(p *Task) int64 {
+	if p == nil {
+		return 0
+	}
+	return int64(p.ID)
+}
+
 // State returns __state (READ_ONCE).
-func (p *Task) State() State { return State(p.state.Load()) }
+func (p *Task) State() State {
+	s := State(p.state.Load())
+	p.WatchRead(trace.FieldState, int64(s))
+	return s
+}
 
 // SetState sets __state (WRITE_ONCE / set_current_state).
-func (p *Task) SetState(s State) { p.state.Store(int32(s)) }
+func (p *Task) SetState(s State) {
+	p.state.Store(int32(s))
+	p.WatchWrite(trace.FieldState, int64(s))
+}
 
 // OnRQ returns on_rq (READ_ONCE).
-func (p *Task) OnRQ() int32 { return p.onRQ.Load() }
+func (p *Task) OnRQ() int32 {
+	v := p.onRQ.Load()
+	p.WatchRead(trace.FieldOnRQ, int64(v))
+	return v
+}
 
 // SetOnRQ sets on_rq; the caller holds the rq lock of task_cpu(p).
-func (p *Task) SetOnRQ(v int32) { p.onRQ.Store(v) }
+func (p *Task) SetOnRQ(v int32) {
+	p.onRQ.Store(v)
+	p.WatchWrite(trace.FieldOnRQ, int64(v))
+}
 
 // Queued is task_on_rq_queued.
-func (p *Task) Queued() bool { return p.onRQ.Load() == OnRQQueued }
+func (p *Task) Queued() bool { return p.OnRQ() == OnRQQueued }
 
 // Migrating is task_on_rq_migrating.
-func (p *Task) Migrating() bool { return p.onRQ.Load() == OnRQMigrating }
+func (p *Task) Migrating() bool { return p.OnRQ() == OnRQMigrating }
 
 // OnCPU returns on_cpu (smp_load_acquire).
-func (p *Task) OnCPU() bool { return p.onCPU.Load() != 0 }
+func (p *Task) OnCPU() bool {
+	v := p.onCPU.Load()
+	p.WatchRead(trace.FieldOnCPU, int64(v))
+	return v != 0
+}
 
 // SetOnCPU sets on_cpu (smp_store_release when clearing).
 func (p *Task) SetOnCPU(on bool) {
@@ -632,15 +681,43 @@ func (p *Task) SetOnCPU(on bool) {
 		v = 1
 	}
 	p.onCPU.Store(v)
+	p.WatchWrite(trace.FieldOnCPU, int64(v))
 }
 
 // CPU is task_cpu(p).
-func (p *Task) CPU() int { return int(p.cpu.Load()) }
+func (p *Task) CPU() int {
+	v := int(p.cpu.Load())
+	p.WatchRead(trace.FieldCPU, int64(v))
+	return v
+}
 
 // SetCPU is __set_task_cpu without the wake_cpu update. The caller holds
 // the locks that pin the task (rq lock while MIGRATING, or PiLock while
 // WAKING).
-func (p *Task) SetCPU(cpu int) { p.cpu.Store(int32(cpu)) }
+func (p *Task) SetCPU(cpu int) {
+	p.cpu.Store(int32(cpu))
+	p.WatchWrite(trace.FieldCPU, int64(cpu))
+}
+
+// WakeCPUOf reads p->wake_cpu (see WakeCPU for its locking).
+func (p *Task) WakeCPUOf() int {
+	p.WatchRead(trace.FieldWakeCPU, int64(p.WakeCPU))
+	return p.WakeCPU
+}
+
+// SetWakeCPU writes p->wake_cpu (see WakeCPU for its locking).
+func (p *Task) SetWakeCPU(cpu int) {
+	p.WakeCPU = cpu
+	p.WatchWrite(trace.FieldWakeCPU, int64(cpu))
+}
+
+// ReadSleepingOwner reads p->sleeping_owner without a lock
+// (data_race(READ_ONCE)).
+func (p *Task) ReadSleepingOwner() *Task {
+	o := p.SleepingOwner.Load()
+	p.WatchRead(trace.FieldSleepingOwner, WatchID(o))
+	return o
+}
 
 // RT reports whether the task's effective policy is real-time. Caller
 // holds the rq lock (or owns the task).
@@ -649,6 +726,7 @@ func (p *Task) RT() bool { return p.SE.Policy.RT() }
 // BlockedOn returns blocked_on; p.BlockedLock must be held by c.
 func (p *Task) BlockedOn(c *spinlock.CPU) Lock {
 	p.BlockedLock.AssertHeld(c)
+	p.WatchRead(trace.FieldBlockedOn, lockID(p.blockedOn))
 	return p.blockedOn
 }
 
@@ -659,18 +737,19 @@ func (p *Task) BlockedOn(c *spinlock.CPU) Lock {
 // Called by every activation (activate_task) before p is enqueued.
 func (p *Task) RemoveFromSleepingOwner(c *spinlock.CPU) {
 	for {
-		so := p.SleepingOwner.Load()
+		so := p.ReadSleepingOwner()
 		if so == nil {
 			return
 		}
 		so.BlockedLock.Lock(c)
-		if p.SleepingOwner.Load() != so {
+		if p.ReadSleepingOwner() != so {
 			so.BlockedLock.Unlock(c)
 			continue
 		}
 		for i, w := range so.BlockedHead {
 			if w == p {
 				so.BlockedHead = append(so.BlockedHead[:i], so.BlockedHead[i+1:]...)
+				so.WatchWrite(trace.FieldBlockedHead, -int64(p.ID))
 				break
 			}
 		}
@@ -688,12 +767,19 @@ func (p *Task) RemoveFromSleepingOwner(c *spinlock.CPU) {
 func (p *Task) LinkSleepingOwner(owner *Task) {
 	owner.GetTaskStruct()
 	p.SleepingOwner.Store(owner)
+	p.WatchWrite(trace.FieldSleepingOwner, WatchID(owner))
 }
 
 // UnlinkSleepingOwner clears sleeping_owner and returns what it pointed
 // to (nil if nothing): whoever clears the link puts its reference, with
 // PutSleepingOwner once it has dropped that owner's blocked_lock.
-func (p *Task) UnlinkSleepingOwner() *Task { return p.SleepingOwner.Swap(nil) }
+func (p *Task) UnlinkSleepingOwner() *Task {
+	o := p.SleepingOwner.Swap(nil)
+	if o != nil {
+		p.WatchWrite(trace.FieldSleepingOwner, 0)
+	}
+	return o
+}
 
 // PutSleepingOwner drops the reference of a link UnlinkSleepingOwner
 // cleared (nil: there was none).
@@ -704,10 +790,16 @@ func PutSleepingOwner(owner *Task) {
 }
 
 // BlockedDonor returns blocked_donor (see the field for who may read it).
-func (p *Task) BlockedDonor() *Task { return p.blockedDonor }
+func (p *Task) BlockedDonor() *Task {
+	p.WatchRead(trace.FieldBlockedDonor, WatchID(p.blockedDonor))
+	return p.blockedDonor
+}
 
 // SetBlockedDonor sets blocked_donor (see the field for who may write it).
-func (p *Task) SetBlockedDonor(d *Task) { p.blockedDonor = d }
+func (p *Task) SetBlockedDonor(d *Task) {
+	p.blockedDonor = d
+	p.WatchWrite(trace.FieldBlockedDonor, WatchID(d))
+}
 
 // Peek returns the blocked fields without asserting a lock: only for
 // stop-the-world audits and reports, when every CPU is parked.
@@ -762,13 +854,25 @@ func (p *Task) DequeueSignals(c *spinlock.CPU) (fatal bool) {
 // SchedDelayed reads se.sched_delayed without the task's rq lock (the
 // kernel's plain read of the byte in find_proxy_task; see
 // docs/kernel-map.md).
-func (p *Task) SchedDelayed() bool { return p.schedDelayed.Load() }
+func (p *Task) SchedDelayed() bool {
+	v := p.schedDelayed.Load()
+	p.WatchRead(trace.FieldDelayed, b2i(v))
+	return v
+}
 
 // SetSchedDelayed sets se.sched_delayed; the rq lock of task_cpu(p) is
 // held.
 func (p *Task) SetSchedDelayed(on bool) {
 	p.SE.Delayed = on
 	p.schedDelayed.Store(on)
+	p.WatchWrite(trace.FieldDelayed, b2i(on))
+}
+
+func b2i(v bool) int64 {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // CoreNode is struct task_struct's core_node (an rb_node of rq->core_tree)

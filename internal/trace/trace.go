@@ -150,7 +150,13 @@ type Log struct {
 	// serial (deterministic) mode, where one goroutine records at a time.
 	hashOn bool
 	hash   uint64
+	// watch, if set, is given every event as well (an explanation
+	// replay: serial mode only).
+	watch *Watch
 }
+
+// SetWatch gives every event recorded from now on to w as well.
+func (l *Log) SetWatch(w *Watch) { l.watch = w }
 
 // EnableHash starts hashing the full event sequence (serial mode only).
 func (l *Log) EnableHash() { l.hashOn, l.hash = true, 14695981039346656037 }
@@ -220,6 +226,9 @@ func (r *Ring) Emit(now int64, k Kind, task, a, b, c int32) {
 	r.n++
 	if r.log.hashOn {
 		r.log.mix(e)
+	}
+	if w := r.log.watch; w != nil {
+		w.event(e)
 	}
 }
 

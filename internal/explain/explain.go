@@ -1,0 +1,370 @@
+package explain
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// Explanation is a failure laid out for reading.
+type Explanation struct {
+	Failure Failure
+	// CPUs are the columns, in order (-1: the epoch barrier, where the
+	// audit and CPU hotplug's stop-the-world steps run).
+	CPUs []int
+	// Rows are the steps that matter, in the order they happened.
+	Rows []Row
+	// Legend names the tasks the rows name by their short names.
+	Legend []string
+	// Before is the state the race started from: the writes the
+	// invariant rests on that came before the window, one line each.
+	Before []string
+	// Examined and Kept count the watched steps looked at and kept.
+	Examined, Kept int
+	// Truncated: the watch had dropped older steps (the slice may have
+	// wanted some of them).
+	Truncated bool
+}
+
+// Row is one step of one CPU: a kernel function (its call path's last
+// two functions), the locks the CPU held when it began, and what it read,
+// wrote, took and dropped.
+type Row struct {
+	CPU   int
+	Func  string
+	Held  []string
+	Lines []string
+}
+
+// Options tune Analyze.
+type Options struct {
+	// MaxDepth bounds the slice's distance from the invariant (default 3).
+	MaxDepth int
+	// MaxRows, if positive, keeps at most that many rows, dropping the
+	// farthest steps first.
+	MaxRows int
+}
+
+// Analyze slices the run down to what the violation depends on and lays
+// it out in rows.
+func Analyze(in *Input, opt Options) *Explanation {
+	if opt.MaxDepth <= 0 {
+		opt.MaxDepth = 2
+	}
+	a := newAnalysis(in)
+	var ex *Explanation
+	for depth := opt.MaxDepth; depth >= 0; depth-- {
+		sl := &slicer{a: a, kept: map[int]keptStep{}, maxDepth: depth}
+		sl.run(a.criterion())
+		ex = a.layout(sl)
+		if opt.MaxRows <= 0 || len(ex.Rows) <= opt.MaxRows {
+			break
+		}
+	}
+	return ex
+}
+
+// layout turns the kept steps into rows.
+func (a *analysis) layout(sl *slicer) *Explanation {
+	ex := &Explanation{Failure: a.in.Failure, Examined: a.end, Kept: len(sl.kept)}
+	keep := map[int]bool{}
+	segFirst := map[int32]int{} // kept segment -> its first and last kept step
+	segLast := map[int32]int{}
+	for i := range sl.kept {
+		keep[i] = true
+		si := a.seg[i]
+		if f, ok := segFirst[si]; !ok || i < f {
+			segFirst[si] = i
+		}
+		if l, ok := segLast[si]; !ok || i > l {
+			segLast[si] = i
+		}
+	}
+	// The locks a kept function takes and drops between its kept steps,
+	// and its events.
+	for si, f := range segFirst {
+		l := segLast[si]
+		for j := f; j <= l; j++ {
+			if a.seg[j] != si {
+				continue
+			}
+			switch a.steps[j].Kind {
+			case trace.StepLock, trace.StepUnlock, trace.StepEvent:
+				keep[j] = true
+			}
+		}
+	}
+	idx := make([]int, 0, len(keep))
+	for i := range keep {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	names := newAliases(a.in.Names)
+	for len(idx) > 0 && idx[0] < sl.window {
+		i := idx[0]
+		idx = idx[1:]
+		s := &a.steps[i]
+		if s.Kind != trace.StepWrite {
+			continue
+		}
+		ex.Before = append(ex.Before, fmt.Sprintf("%s (%s, CPU%d)", names.step(s, a.in.Names), leaf(a.path[i]), s.CPU))
+	}
+	cpus := map[int]bool{}
+	var row *Row
+	var lastSeg int32 = -1
+	for _, i := range idx {
+		s := &a.steps[i]
+		if si := a.seg[i]; si != lastSeg || row == nil {
+			row = &Row{CPU: int(s.CPU), Func: funcName(a.segs[si].path)}
+			for _, l := range a.heldSets[a.held[i]] {
+				row.Held = append(row.Held, names.lockName(l))
+			}
+			ex.Rows = append(ex.Rows, *row)
+			row = &ex.Rows[len(ex.Rows)-1]
+			lastSeg = si
+			cpus[row.CPU] = true
+		}
+		if l := names.step(s, a.in.Names); l != "" {
+			row.Lines = append(row.Lines, l)
+		}
+	}
+	for c := range cpus {
+		ex.CPUs = append(ex.CPUs, c)
+	}
+	sort.Ints(ex.CPUs)
+	ex.Legend = names.legend()
+	return ex
+}
+
+type lockID struct {
+	class uint8
+	key   int32
+}
+
+func (l lockID) String() string { return fmt.Sprintf("%d#%d", l.class, l.key) }
+
+// funcName names a row's function: the last two kernel functions of
+// its call path.
+func funcName(path string) string {
+	if path == "" {
+		return "(task code)"
+	}
+	parts := strings.Split(path, ">")
+	if len(parts) > 2 {
+		parts = parts[len(parts)-2:]
+	}
+	return strings.Join(parts, " > ")
+}
+
+// leaf returns the innermost function of a kernel call path.
+func leaf(path string) string {
+	if path == "" {
+		return "task code"
+	}
+	return path[strings.LastIndexByte(path, '>')+1:]
+}
+
+// Lock classes (internal/spinlock's order).
+const (
+	classPiLock      = 0
+	classRQ          = 1
+	classWaitLock    = 2
+	classBlockedLock = 3
+)
+
+// aliases gives tasks short names for the columns and keeps a legend.
+type aliases struct {
+	names Names
+	short map[int32]string
+	taken map[string]int32
+	order []int32
+}
+
+func newAliases(n Names) *aliases {
+	return &aliases{names: n, short: map[int32]string{}, taken: map[string]int32{}}
+}
+
+// task returns the short name of task id: the initial of its group in
+// capitals and its index in the group ("narrow-3/12" -> "N3").
+func (a *aliases) task(id int32) string {
+	if id == 0 {
+		return "NULL"
+	}
+	if id < 0 {
+		return fmt.Sprintf("idle%d", -id-1)
+	}
+	if s, ok := a.short[id]; ok {
+		return s
+	}
+	full := a.names.Task(id)
+	base := full
+	if i := strings.LastIndexByte(base, '/'); i >= 0 {
+		base = base[:i]
+	}
+	group, idx := base, ""
+	if i := strings.LastIndexByte(base, '-'); i >= 0 {
+		group, idx = base[:i], base[i+1:]
+	}
+	var s string
+	for n := 1; n <= len(group); n++ {
+		s = strings.ToUpper(strings.ReplaceAll(group[:n], "-", "")) + idx
+		if o, ok := a.taken[s]; !ok || o == id {
+			break
+		}
+	}
+	if o, ok := a.taken[s]; ok && o != id {
+		s = fmt.Sprintf("T%d", id)
+	}
+	a.short[id] = s
+	a.taken[s] = id
+	a.order = append(a.order, id)
+	return s
+}
+
+func (a *aliases) legend() []string {
+	out := make([]string, 0, len(a.order))
+	for _, id := range a.order {
+		out = append(out, fmt.Sprintf("%s = %s", a.short[id], a.names.Task(id)))
+	}
+	return out
+}
+
+// lockName names a lock from its class and key.
+func (a *aliases) lockName(l lockID) string {
+	class, k := l.class, l.key
+	switch class {
+	case classPiLock:
+		return a.task(k) + "->pi_lock"
+	case classRQ:
+		if a.names.RQLockCPU != nil {
+			return fmt.Sprintf("rq%d", a.names.RQLockCPU(k))
+		}
+		return fmt.Sprintf("rq#%d", k)
+	case classWaitLock:
+		return a.mutex(k) + "->wait_lock"
+	case classBlockedLock:
+		return a.task(k) + "->blocked_lock"
+	}
+	return fmt.Sprintf("lock%d#%d", class, k)
+}
+
+func (a *aliases) mutex(id int32) string {
+	if a.names.Mutex != nil {
+		return a.names.Mutex(id)
+	}
+	return fmt.Sprintf("m%d", id)
+}
+
+func (a *aliases) obj(s *trace.Step) string {
+	switch s.Obj {
+	case trace.ObjTask:
+		return a.task(s.ID)
+	case trace.ObjRQ:
+		return fmt.Sprintf("rq%d", s.ID)
+	case trace.ObjMutex:
+		return a.mutex(s.ID)
+	}
+	return "?"
+}
+
+// value renders a field's value.
+func (a *aliases) value(f trace.Field, v int64, n Names) string {
+	switch f {
+	case trace.FieldState:
+		if n.State != nil {
+			return n.State(v)
+		}
+	case trace.FieldBlockedOn:
+		if v == 0 {
+			return "NULL"
+		}
+		return a.mutex(int32(v - 1))
+	case trace.FieldBlockedDonor, trace.FieldSleepingOwner, trace.FieldCurr, trace.FieldDonor:
+		return a.task(int32(v))
+	case trace.FieldOwner:
+		s := a.task(int32(v & 0xffffffff))
+		flags := v >> 32
+		var fl []string
+		if flags&1 != 0 {
+			fl = append(fl, "WAITERS")
+		}
+		if flags&2 != 0 {
+			fl = append(fl, "HANDOFF")
+		}
+		if flags&4 != 0 {
+			fl = append(fl, "PICKUP")
+		}
+		if len(fl) > 0 {
+			s += "|" + strings.Join(fl, "|")
+		}
+		return s
+	}
+	return fmt.Sprint(v)
+}
+
+// step renders one kept step ("" for none).
+func (a *aliases) step(s *trace.Step, n Names) string {
+	switch s.Kind {
+	case trace.StepRead:
+		switch s.Field {
+		case trace.FieldWakeEntry:
+			return fmt.Sprintf("%s off cpu%d's wake list", a.obj(s), s.Val)
+		case trace.FieldBlockedHead:
+			if s.Val == 0 {
+				return a.obj(s) + "->blocked_head empty"
+			}
+			return fmt.Sprintf("%s->blocked_head: %d waiters", a.obj(s), s.Val)
+		case trace.FieldBlockedOn:
+			return fmt.Sprintf("%s->blocked_on == %s", a.obj(s), a.value(s.Field, s.Val, n))
+		}
+		return fmt.Sprintf("%s->%s == %s", a.obj(s), s.Field, a.value(s.Field, s.Val, n))
+	case trace.StepWrite:
+		switch s.Field {
+		case trace.FieldWakeEntry:
+			return fmt.Sprintf("%s onto cpu%d's wake list", a.obj(s), s.Val)
+		case trace.FieldQueued:
+			if s.Val < 0 {
+				return fmt.Sprintf("dequeue %s from %s", a.task(int32(-s.Val)), a.obj(s))
+			}
+			return fmt.Sprintf("enqueue %s on %s", a.task(int32(s.Val)), a.obj(s))
+		case trace.FieldBlockedHead, trace.FieldWaiters:
+			if s.Val < 0 {
+				return fmt.Sprintf("%s->%s -= %s", a.obj(s), s.Field, a.task(int32(-s.Val)))
+			}
+			return fmt.Sprintf("%s->%s += %s", a.obj(s), s.Field, a.task(int32(s.Val)))
+		}
+		return fmt.Sprintf("%s->%s = %s", a.obj(s), s.Field, a.value(s.Field, s.Val, n))
+	case trace.StepLock:
+		return "lock " + a.lockName(lockID{s.Class, s.ID})
+	case trace.StepUnlock:
+		return "unlock " + a.lockName(lockID{s.Class, s.ID})
+	case trace.StepEvent:
+		return a.event(&s.Ev)
+	case trace.StepCheck:
+		return fmt.Sprintf("invariant %d broken", s.Val)
+	}
+	return ""
+}
+
+// event renders the flight-recorder events worth a line in a diagram.
+func (a *aliases) event(e *trace.Event) string {
+	switch e.Kind {
+	case trace.EvSwitch:
+		return fmt.Sprintf("switch %s -> %s (donor %s)", a.task(e.A), a.task(e.Task), a.task(e.B))
+	case trace.EvMigrate:
+		return fmt.Sprintf("%s: cpu%d -> cpu%d (%s)", a.task(e.Task), e.A, e.B, trace.MigrateReason(e.C))
+	case trace.EvIPI:
+		return fmt.Sprintf("IPI -> cpu%d", e.A)
+	case trace.EvWake:
+		if e.B == 1 {
+			return fmt.Sprintf("%s onto cpu%d's wake list", a.task(e.Task), e.A)
+		}
+	case trace.EvProxyPick:
+		return fmt.Sprintf("run %s for donor %s", a.task(e.Task), a.task(e.A))
+	case trace.EvViolation:
+		return fmt.Sprintf("WARN: invariant %d", e.A)
+	}
+	return ""
+}

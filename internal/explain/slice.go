@@ -1,0 +1,560 @@
+package explain
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/proxysim/proxysim/internal/trace"
+)
+
+// Input is what Analyze works on.
+type Input struct {
+	// Steps is the watched run, oldest first, ending at the violation.
+	Steps []trace.Step
+	// Path names the kernel call path of a step (trace.Watch.Path).
+	Path func(uint32) string
+	// Names names the machine's objects.
+	Names Names
+	// Failure is the broken invariant.
+	Failure Failure
+}
+
+// Names names the machine's objects for the diagram.
+type Names struct {
+	// Task names a task id ("narrow-0/9"; idle tasks have negative ids).
+	Task func(id int32) string
+	// Mutex names a mutex id ("m0").
+	Mutex func(id int32) string
+	// RQLockCPU gives the CPU whose rq lock has ordering key key.
+	RQLockCPU func(key int32) int
+	// State names a task state value.
+	State func(v int64) string
+}
+
+// Failure is the broken invariant an explanation ends with.
+type Failure struct {
+	Invariant int
+	Name      string // "parked-owner"
+	Message   string
+	CPU       int   // the CPU that found it (-1: the audit)
+	Task      int32 // the task it concerns (0: none)
+	// Tasks and Mutexes are the objects the message names, the
+	// violation's task first.
+	Tasks   []int32
+	Mutexes []int32
+}
+
+// key names one watched field of one object. For the set-valued fields
+// (a runqueue's queue, a mutex's wait list, an owner's blocked_head) a
+// write also carries the member it adds or removes.
+type key struct {
+	obj    trace.Obj
+	id     int32
+	field  trace.Field
+	member int32
+}
+
+func (k key) whole() key { k.member = 0; return k }
+
+func setField(f trace.Field) bool {
+	return f == trace.FieldQueued || f == trace.FieldWaiters || f == trace.FieldBlockedHead
+}
+
+func keyOf(s *trace.Step) key {
+	k := key{obj: s.Obj, id: s.ID, field: s.Field}
+	if setField(s.Field) && s.Kind == trace.StepWrite {
+		v := s.Val
+		if v < 0 {
+			v = -v
+		}
+		k.member = int32(v)
+	}
+	return k
+}
+
+// helpers are kernel functions too small to be a step of their own: their
+// reads, writes and locks belong to the function that called them.
+var helpers = map[string]bool{
+	"raw_spin_rq_lock": true, "raw_spin_rq_unlock": true, "rq_lock_irq": true, "rq_unlock_irq": true,
+	"rq_lockp": true, "__rq_lockp": true, "lockdep_assert_rq_held": true, "double_rq_lock": true,
+	"double_rq_unlock": true, "double_lock_balance": true, "double_unlock_balance": true,
+	"rq_order_less": true, "__task_rq_lock": true, "task_is_blocked": true, "__mutex_owner": true,
+	"idle_cpu": true, "update_rq_clock": true, "__task_prio": true, "cpu_active": true, "cpu_online": true,
+	"is_cpu_allowed": true, "entity_key": true, "entity_eligible": true, "vruntime_eligible": true,
+	"avg_vruntime": true, "rb_next": true, "prio_less": true,
+}
+
+// trimPath drops the helpers at the end of a kernel call path.
+func trimPath(p string) string {
+	for p != "" {
+		i := strings.LastIndexByte(p, '>')
+		leaf := p[i+1:]
+		if !helpers[leaf] {
+			return p
+		}
+		if i < 0 {
+			return ""
+		}
+		p = p[:i]
+	}
+	return p
+}
+
+// analysis holds the indexes of one run's steps.
+type analysis struct {
+	in    *Input
+	steps []trace.Step
+	path  []string // per step: its trimmed kernel path
+	seg   []int32  // per step: its segment (a run of one CPU's steps in one function)
+	segs  []segment
+	// top is, per step, its top-level invocation: a run of one CPU's
+	// steps under one outermost kernel function (a wake-up, a
+	// __schedule, a mutex_unlock).
+	top []int32
+	// held is, per step, the index in heldSets of the locks its CPU held
+	// just before it, outermost first.
+	held     []int32
+	heldSets [][]lockID
+	// topStart and topEnd bound each top-level invocation: its first
+	// step, and one past its last.
+	topStart, topEnd []int32
+	// writes and reads index the steps by key (set fields: by member too,
+	// and every write under the whole key as well), in step order.
+	writes map[key][]int32
+	reads  map[key][]int32
+	// end is the index of the step that reported the violation (or
+	// len(steps)).
+	end int
+}
+
+type segment struct {
+	cpu        int16
+	path       string
+	first, end int32 // step indices [first, end)
+}
+
+func newAnalysis(in *Input) *analysis {
+	a := &analysis{in: in, steps: in.Steps, writes: map[key][]int32{}, reads: map[key][]int32{}}
+	n := len(a.steps)
+	a.path = make([]string, n)
+	a.seg = make([]int32, n)
+	a.top = make([]int32, n)
+	a.end = n
+	trimmed := map[uint32]string{}
+	last := map[int16]int32{} // CPU -> its open segment
+	tops := int32(0)
+	lastTop := map[int16]int32{}
+	lastOuter := map[int16]string{}
+	a.held = make([]int32, n)
+	a.heldSets = [][]lockID{nil}
+	heldNow := map[int16][]lockID{}
+	heldID := map[int16]int32{}
+	intern := map[string]int32{"": 0}
+	for i := range a.steps {
+		s := &a.steps[i]
+		p, ok := trimmed[s.Path]
+		if !ok {
+			p = trimPath(in.Path(s.Path))
+			trimmed[s.Path] = p
+		}
+		a.path[i] = p
+		outer := p
+		if j := strings.IndexByte(p, '>'); j >= 0 {
+			outer = p[:j]
+		}
+		if t, ok := lastTop[s.CPU]; ok && lastOuter[s.CPU] == outer && outer != "" {
+			a.top[i] = t
+		} else {
+			tops++
+			a.top[i] = tops
+			lastTop[s.CPU], lastOuter[s.CPU] = tops, outer
+		}
+		for len(a.topStart) <= int(a.top[i]) {
+			a.topStart = append(a.topStart, int32(i))
+			a.topEnd = append(a.topEnd, int32(i+1))
+		}
+		a.topEnd[a.top[i]] = int32(i + 1)
+		if si, ok := last[s.CPU]; ok && a.segs[si].path == p {
+			a.seg[i] = si
+			a.segs[si].end = int32(i + 1)
+		} else {
+			si = int32(len(a.segs))
+			a.segs = append(a.segs, segment{cpu: s.CPU, path: p, first: int32(i), end: int32(i + 1)})
+			last[s.CPU] = si
+			a.seg[i] = si
+		}
+		a.held[i] = heldID[s.CPU]
+		switch s.Kind {
+		case trace.StepLock, trace.StepUnlock:
+			h := heldNow[s.CPU]
+			l := lockID{s.Class, s.ID}
+			if s.Kind == trace.StepLock {
+				h = append(h[:len(h):len(h)], l)
+			} else {
+				for j := len(h) - 1; j >= 0; j-- {
+					if h[j] == l {
+						h = append(h[:j:j], h[j+1:]...)
+						break
+					}
+				}
+			}
+			heldNow[s.CPU] = h
+			var b strings.Builder
+			for _, x := range h {
+				b.WriteString(x.String())
+				b.WriteByte(' ')
+			}
+			id, ok := intern[b.String()]
+			if !ok {
+				id = int32(len(a.heldSets))
+				a.heldSets = append(a.heldSets, h)
+				intern[b.String()] = id
+			}
+			heldID[s.CPU] = id
+		case trace.StepWrite:
+			k := keyOf(s)
+			a.writes[k] = append(a.writes[k], int32(i))
+			if k.member != 0 {
+				a.writes[k.whole()] = append(a.writes[k.whole()], int32(i))
+			}
+		case trace.StepRead:
+			k := keyOf(s)
+			a.reads[k] = append(a.reads[k], int32(i))
+		case trace.StepCheck:
+			if a.end == n {
+				a.end = i
+			}
+		}
+	}
+	return a
+}
+
+// lastBefore returns the last index in idx below i, or -1.
+func lastBefore(idx []int32, i int) int {
+	j := sort.Search(len(idx), func(j int) bool { return int(idx[j]) >= i })
+	if j == 0 {
+		return -1
+	}
+	return int(idx[j-1])
+}
+
+// firstAfter returns the first index in idx above i, or -1.
+func firstAfter(idx []int32, i int) int {
+	j := sort.Search(len(idx), func(j int) bool { return int(idx[j]) > i })
+	if j == len(idx) {
+		return -1
+	}
+	return int(idx[j])
+}
+
+// Why a step is in the slice.
+type reason uint8
+
+const (
+	whyCriterion reason = iota // the last write of a field the invariant looked at
+	whyFlow                    // the write a kept read read
+	whyDecision                // a read the function of a kept write made before it
+	whyStale                   // a write another CPU made while a kept read's call still acted on it: the race
+	whyMissed                  // a read another call made just before a kept write
+)
+
+// slicer computes the steps a violation depends on. A kept step is
+// either explained (expand: a write gets the reads its function made
+// before it and the last read another call made of what it writes; a
+// read gets the write it read and the write another CPU made while the
+// read's call still acted on the value) or shown as context only.
+type slicer struct {
+	a *analysis
+	// kept holds each kept step's distance from the criterion (counting
+	// flow, stale and missed edges) and whether it is explained.
+	kept map[int]keptStep
+	work []int
+	// maxDepth bounds how far from the criterion the slice reaches.
+	maxDepth int
+	// window is the first step of the race: the slice follows nothing
+	// back past it (criterion writes before it are the state the race
+	// started from).
+	window int
+}
+
+type keptStep struct {
+	depth  int
+	expand bool
+	why    reason
+}
+
+// windowLead is how many steps before the first function that made the
+// broken state the window opens: enough for the calls on other CPUs that
+// raced with it, and for the call on its own CPU that set it up.
+const windowLead = 2000
+
+func (sl *slicer) keep(i, depth int, expand bool, why reason) {
+	if i < 0 || i >= sl.a.end || depth > sl.maxDepth {
+		return
+	}
+	if i < sl.window && why != whyCriterion {
+		// Before the window: the state the race found, not the race.
+		return
+	}
+	if k, ok := sl.kept[i]; ok && k.depth <= depth && (k.expand || !expand) {
+		return
+	}
+	sl.kept[i] = keptStep{depth, expand, why}
+	if expand {
+		sl.work = append(sl.work, i)
+	}
+}
+
+// objKey names an object.
+type objKey struct {
+	obj trace.Obj
+	id  int32
+}
+
+// decisionObjects returns the objects whose state a write at step i may
+// have been decided on: the one it writes, the one it makes a pointer
+// point at, and those whose locks its CPU holds (the kernel reads the
+// state a lock protects under that lock).
+func (a *analysis) decisionObjects(i int) map[objKey]bool {
+	s := &a.steps[i]
+	objs := map[objKey]bool{{s.Obj, s.ID}: true}
+	switch s.Field {
+	case trace.FieldSleepingOwner, trace.FieldBlockedDonor, trace.FieldCurr, trace.FieldDonor:
+		objs[objKey{trace.ObjTask, int32(s.Val)}] = true
+	case trace.FieldBlockedOn:
+		if s.Val > 0 {
+			objs[objKey{trace.ObjMutex, int32(s.Val - 1)}] = true
+		}
+	case trace.FieldQueued, trace.FieldWaiters, trace.FieldBlockedHead:
+		v := s.Val
+		if v < 0 {
+			v = -v
+		}
+		objs[objKey{trace.ObjTask, int32(v)}] = true
+	case trace.FieldOwner:
+		objs[objKey{trace.ObjTask, int32(s.Val & 0xffffffff)}] = true
+	}
+	for _, l := range a.heldSets[a.held[i]] {
+		switch l.class {
+		case classPiLock, classBlockedLock:
+			objs[objKey{trace.ObjTask, l.key}] = true
+		case classWaitLock:
+			objs[objKey{trace.ObjMutex, l.key}] = true
+		case classRQ:
+			if a.in.Names.RQLockCPU != nil {
+				objs[objKey{trace.ObjRQ, int32(a.in.Names.RQLockCPU(l.key))}] = true
+			}
+		}
+	}
+	return objs
+}
+
+// decisionScan bounds, in the CPU's own steps, how far back a write's
+// decision reads are looked for.
+const decisionScan = 200
+
+// ancestorOrSelf reports whether kernel call path p is q or one of q's
+// callers (a prefix of it at a function boundary).
+func ancestorOrSelf(p, q string) bool {
+	return p == q || strings.HasPrefix(q, p) && (p == "" || q[len(p)] == '>')
+}
+
+// noisy reads are made so often, by so many functions, that they decide
+// nothing worth a line of their own.
+func noisy(k key) bool {
+	return k.obj == trace.ObjRQ && k.field == trace.FieldCurr
+}
+
+func (sl *slicer) run(criterion []critKey) {
+	a := sl.a
+	// The window opens before the top-level call of the earliest write
+	// the invariant rests on.
+	sl.window = a.end
+	for _, c := range criterion {
+		if w := lastBefore(a.writes[c.key], a.end); w >= 0 && !c.leaf {
+			if st := int(a.topStart[a.top[w]]) - windowLead; st < sl.window {
+				sl.window = max(st, 0)
+			}
+		}
+	}
+	if sl.window == a.end {
+		sl.window = max(a.end-windowLead, 0)
+	}
+	for _, c := range criterion {
+		sl.keep(lastBefore(a.writes[c.key], a.end), 0, !c.leaf, whyCriterion)
+	}
+	for len(sl.work) > 0 {
+		i := sl.work[len(sl.work)-1]
+		sl.work = sl.work[:len(sl.work)-1]
+		d := sl.kept[i].depth
+		s := &a.steps[i]
+		switch s.Kind {
+		case trace.StepWrite:
+			sl.decisions(i, d)
+			// A read another CPU (or, for a list, another call on this
+			// one) made just before this write: it looked, found the old
+			// value, and acted on it.
+			k := keyOf(s).whole()
+			prev := lastBefore(a.writes[k], i)
+			if r := lastBefore(a.reads[k], i); r > prev && r >= 0 && !noisy(k) && a.top[r] != a.top[i] &&
+				(a.steps[r].CPU != s.CPU || setField(k.field)) {
+				sl.keep(r, d+1, false, whyMissed)
+			}
+		case trace.StepRead:
+			k := keyOf(s)
+			// The write it read, if another call made it (what a
+			// function wrote and read back itself is its own business):
+			// context.
+			if w := lastBefore(a.writes[k], i); w >= 0 && a.top[w] != a.top[i] {
+				sl.keep(w, d+1, false, whyFlow)
+			}
+			// A write another CPU made while the read's call still went
+			// on: what it read was stale by the time it acted. That
+			// write is explained in turn.
+			if w := firstAfter(a.writes[k], i); w >= 0 && a.steps[w].CPU != s.CPU && w < int(a.topEnd[a.top[i]]) {
+				sl.keep(w, d+1, true, whyStale)
+			}
+		}
+	}
+}
+
+// decisions keeps what the function of the write at step i decided it
+// on: the last read of each field of the objects it writes or holds the
+// locks of, made by it or by its callers before the call (not inside
+// calls that returned), within a bounded scan.
+func (sl *slicer) decisions(i, d int) {
+	a := sl.a
+	s := &a.steps[i]
+	objs := a.decisionObjects(i)
+	seen := map[key]bool{}
+	mine := 0
+	for j := i - 1; j >= 0 && mine < decisionScan; j-- {
+		r := &a.steps[j]
+		if r.CPU != s.CPU {
+			continue
+		}
+		mine++
+		if a.top[j] != a.top[i] {
+			break
+		}
+		if r.Kind != trace.StepRead || !ancestorOrSelf(a.path[j], a.path[i]) {
+			continue
+		}
+		rk := keyOf(r)
+		if seen[rk] || noisy(rk) || !objs[objKey{rk.obj, rk.id}] {
+			continue
+		}
+		seen[rk] = true
+		sl.keep(j, d, true, whyDecision)
+	}
+}
+
+// critKey is a field the invariant looked at; leaf: its last write is
+// context (shown, not explained further).
+type critKey struct {
+	key
+	leaf bool
+}
+
+// criterion returns the fields the invariant looked at.
+func (a *analysis) criterion() []critKey {
+	f := a.in.Failure
+	spec, ok := criteria[f.Name]
+	if !ok {
+		spec = defaultCriterion
+	}
+	var ks []critKey
+	add := func(k key) { ks = append(ks, critKey{k, spec.leaf[k.field]}) }
+	for n, t := range f.Tasks {
+		fields := spec.others
+		if n == 0 {
+			fields = spec.task
+		} else if p, ok := spec.pos[n]; ok {
+			fields = p
+		}
+		for _, fl := range fields {
+			k := key{obj: trace.ObjTask, id: t, field: fl}
+			if setField(fl) && n > 0 {
+				// the violation's task on this task's list
+				k.member = f.Tasks[0]
+			}
+			add(k)
+		}
+	}
+	for _, m := range f.Mutexes {
+		for _, fl := range spec.mutex {
+			add(key{obj: trace.ObjMutex, id: m, field: fl})
+		}
+	}
+	if f.CPU >= 0 {
+		for _, fl := range spec.rq {
+			add(key{obj: trace.ObjRQ, id: int32(f.CPU), field: fl})
+		}
+	}
+	// The queue membership of the named tasks, wherever they are queued.
+	if spec.queue {
+		for _, t := range f.Tasks {
+			for k := range a.writes {
+				if k.field == trace.FieldQueued && k.member == t {
+					add(k)
+				}
+			}
+		}
+	}
+	return ks
+}
+
+// crit is what an invariant looks at: fields of the violation's task, of
+// the other tasks its message names, of the mutexes it names and of the
+// runqueue of the CPU that found it; queue: where the named tasks are
+// queued.
+type crit struct {
+	task, others, mutex, rq []trace.Field
+	// pos, where set, replaces others for the task the message names at
+	// that position (1: the first after the violation's task).
+	pos   map[int][]trace.Field
+	queue bool
+	// leaf fields are context: their last write is shown, not explained.
+	leaf map[trace.Field]bool
+}
+
+var (
+	taskCore         = []trace.Field{trace.FieldState, trace.FieldOnRQ, trace.FieldCPU, trace.FieldBlockedOn, trace.FieldIsBlocked, trace.FieldSleepingOwner}
+	defaultCriterion = crit{task: taskCore, others: taskCore,
+		mutex: []trace.Field{trace.FieldOwner}, rq: []trace.Field{trace.FieldDonor}}
+)
+
+var criteria = map[string]crit{
+	// "W parked on O but its lock M is owned by X"
+	"parked-owner": {task: []trace.Field{trace.FieldSleepingOwner, trace.FieldBlockedOn},
+		pos: map[int][]trace.Field{1: {trace.FieldBlockedHead}, 2: nil}, mutex: []trace.Field{trace.FieldOwner},
+		leaf: map[trace.Field]bool{trace.FieldBlockedOn: true, trace.FieldOwner: true}},
+	"no-stranded-waiter": {task: []trace.Field{trace.FieldSleepingOwner},
+		others: []trace.Field{trace.FieldOnRQ, trace.FieldBlockedHead}},
+	"sleeping-owner": {task: []trace.Field{trace.FieldSleepingOwner, trace.FieldOnRQ},
+		others: []trace.Field{trace.FieldBlockedHead}},
+	"curr-donor": {task: []trace.Field{trace.FieldBlockedOn, trace.FieldIsBlocked, trace.FieldOnRQ},
+		others: []trace.Field{trace.FieldBlockedOn, trace.FieldIsBlocked, trace.FieldCPU},
+		rq:     []trace.Field{trace.FieldDonor, trace.FieldCurr}},
+	"one-queue": {task: []trace.Field{trace.FieldOnRQ, trace.FieldCPU, trace.FieldDelayed},
+		others: []trace.Field{trace.FieldOnRQ}, queue: true},
+	"affinity":         {task: []trace.Field{trace.FieldCPU, trace.FieldOnCPU}, rq: []trace.Field{trace.FieldCurr}},
+	"wake-cpu":         {task: []trace.Field{trace.FieldWakeCPU, trace.FieldCPU, trace.FieldIsBlocked}},
+	"migrate-disabled": {task: []trace.Field{trace.FieldCPU}},
+	"running-not-blocked": {task: []trace.Field{trace.FieldState, trace.FieldIsBlocked},
+		rq: []trace.Field{trace.FieldCurr}},
+	"no-stale-rq-ref": {task: []trace.Field{trace.FieldCPU, trace.FieldOnRQ},
+		rq: []trace.Field{trace.FieldDonor}},
+	"proxy-migrate": {task: []trace.Field{trace.FieldCPU, trace.FieldOnRQ, trace.FieldBlockedOn},
+		others: []trace.Field{trace.FieldCPU, trace.FieldOnRQ, trace.FieldOnCPU, trace.FieldState},
+		mutex:  []trace.Field{trace.FieldOwner}},
+	"chain-acyclic": {task: []trace.Field{trace.FieldBlockedOn}, others: []trace.Field{trace.FieldBlockedOn},
+		mutex: []trace.Field{trace.FieldOwner}},
+	"progress": {task: []trace.Field{trace.FieldOnRQ, trace.FieldState, trace.FieldCPU},
+		rq: []trace.Field{trace.FieldCurr, trace.FieldDonor}, queue: true},
+	"offline-cpu": {task: []trace.Field{trace.FieldCPU, trace.FieldOnRQ, trace.FieldWakeCPU}, queue: true},
+	"donor-handoff": {task: []trace.Field{trace.FieldBlockedDonor, trace.FieldBlockedOn},
+		others: []trace.Field{trace.FieldBlockedOn}, mutex: []trace.Field{trace.FieldOwner}},
+	"one-owner":   {task: []trace.Field{trace.FieldBlockedOn}, mutex: []trace.Field{trace.FieldOwner, trace.FieldWaiters}},
+	"exited-dead": {task: []trace.Field{trace.FieldState, trace.FieldOnRQ}, queue: true},
+}

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/proxysim/proxysim/internal/check"
+	"github.com/proxysim/proxysim/internal/explain"
+	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
+	"github.com/proxysim/proxysim/internal/workload"
+)
+
+// DefaultWatchSteps is how many watched steps an explanation replay
+// keeps: the last ones before the violation.
+const DefaultWatchSteps = 1 << 22
+
+// RunWatched runs a deterministic run with a watch attached (trace.Watch:
+// every lock step and every read and write of the protocol's state, the
+// last steps of them kept) and returns the run, its summary and the
+// watch. The schedule is the unwatched run's, event for event.
+func RunWatched(o Options, sc *workload.Scenario, steps int) (*Run, *Summary, *trace.Watch, error) {
+	if !o.Deterministic {
+		return nil, nil, nil, fmt.Errorf("a watched run must be deterministic")
+	}
+	w := trace.NewWatch(steps)
+	w.Name = explain.KernelName
+	o.Watch = w
+	r, err := Build(o, sc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s := r.Execute()
+	return r, s, w, nil
+}
+
+// Explain slices a watched run that failed down to the steps its first
+// violation depends on (explain.Analyze).
+func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *explain.Explanation {
+	m := r.Machine
+	names := explain.Names{
+		Task: func(id int32) string { return r.TaskName(id) },
+		Mutex: func(id int32) string {
+			if int(id) < len(m.Mutexes()) {
+				return fmt.Sprintf("m%d", id)
+			}
+			return fmt.Sprint(id)
+		},
+		RQLockCPU: func(key int32) int { return int(key & 0xffff) },
+		State:     func(v int64) string { return task.State(v).String() },
+	}
+	f := explain.Failure{Invariant: int(v.Invariant), Name: v.Name, Message: v.Message, CPU: v.CPU, Task: int32(v.Task)}
+	if v.Task > 0 {
+		f.Tasks = append(f.Tasks, int32(v.Task))
+	}
+	for _, id := range namedTasks(v.Message) {
+		if id != int32(v.Task) && !contains(f.Tasks, id) {
+			f.Tasks = append(f.Tasks, id)
+		}
+	}
+	f.Mutexes = namedMutexes(v.Message)
+	in := &explain.Input{Steps: w.Steps(), Path: w.Path, Names: names, Failure: f}
+	ex := explain.Analyze(in, opt)
+	ex.Truncated = w.Dropped() > 0
+	return ex
+}
+
+var (
+	taskNameRE  = regexp.MustCompile(`[A-Za-z][\w.-]*/(\d+)\b`)
+	mutexNameRE = regexp.MustCompile(`[\w.-]+/m(\d+)\b`)
+)
+
+// namedTasks returns the task ids a violation message names ("name/id").
+func namedTasks(msg string) []int32 {
+	var out []int32
+	for _, m := range taskNameRE.FindAllStringSubmatch(msg, -1) {
+		if mutexNameRE.MatchString(m[0]) {
+			continue
+		}
+		if id, err := strconv.Atoi(m[1]); err == nil && !contains(out, int32(id)) {
+			out = append(out, int32(id))
+		}
+	}
+	return out
+}
+
+// namedMutexes returns the mutex ids a violation message names ("name/mN").
+func namedMutexes(msg string) []int32 {
+	var out []int32
+	for _, m := range mutexNameRE.FindAllStringSubmatch(msg, -1) {
+		if id, err := strconv.Atoi(m[1]); err == nil && !contains(out, int32(id)) {
+			out = append(out, int32(id))
+		}
+	}
+	return out
+}
+
+func contains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
