@@ -102,7 +102,16 @@ func (a *analysis) layout(sl *slicer) *Explanation {
 	}
 	sort.Ints(idx)
 	names := newAliases(a.in.Names)
-	for len(idx) > 0 && idx[0] < sl.window {
+	// What comes before the window, and the context writes before the
+	// first explained step, is the state the race started from: a line
+	// each, not rows.
+	firstExpanded := a.end
+	for i, k := range sl.kept {
+		if k.expand && i < firstExpanded {
+			firstExpanded = i
+		}
+	}
+	for len(idx) > 0 && (idx[0] < sl.window || idx[0] < firstExpanded && !sl.kept[idx[0]].expand) {
 		i := idx[0]
 		idx = idx[1:]
 		s := &a.steps[i]
@@ -129,6 +138,19 @@ func (a *analysis) layout(sl *slicer) *Explanation {
 		if l := names.step(s, a.in.Names); l != "" {
 			row.Lines = append(row.Lines, l)
 		}
+	}
+	if e := a.end; e < len(a.steps) && a.steps[e].CPU >= 0 {
+		// The inline check that fired, as the last row.
+		s := &a.steps[e]
+		if row == nil || row.CPU != int(s.CPU) || a.seg[e] != lastSeg {
+			ex.Rows = append(ex.Rows, Row{CPU: int(s.CPU), Func: funcName(a.path[e])})
+			row = &ex.Rows[len(ex.Rows)-1]
+			for _, l := range a.heldSets[a.held[e]] {
+				row.Held = append(row.Held, names.lockName(l))
+			}
+			cpus[row.CPU] = true
+		}
+		row.Lines = append(row.Lines, fmt.Sprintf("WARN: invariant %d (%s)", a.in.Failure.Invariant, a.in.Failure.Name))
 	}
 	for c := range cpus {
 		ex.CPUs = append(ex.CPUs, c)
@@ -341,6 +363,9 @@ func (a *aliases) step(s *trace.Step, n Names) string {
 	case trace.StepUnlock:
 		return "unlock " + a.lockName(lockID{s.Class, s.ID})
 	case trace.StepEvent:
+		if s.Ev.Kind == trace.EvViolation {
+			return ""
+		}
 		return a.event(&s.Ev)
 	case trace.StepCheck:
 		return fmt.Sprintf("invariant %d broken", s.Val)

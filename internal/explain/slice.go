@@ -367,21 +367,36 @@ func noisy(k key) bool {
 
 func (sl *slicer) run(criterion []critKey) {
 	a := sl.a
-	// The window opens before the top-level call of the earliest write
-	// the invariant rests on.
-	sl.window = a.end
-	for _, c := range criterion {
-		if w := lastBefore(a.writes[c.key], a.end); w >= 0 && !c.leaf {
-			if st := int(a.topStart[a.top[w]]) - windowLead; st < sl.window {
-				sl.window = max(st, 0)
+	inline := a.end < len(a.steps) && a.steps[a.end].CPU >= 0
+	// The window opens before the top-level call that found the broken
+	// state (an inline check, a WARN in a kernel path), or else before
+	// the top-level call of the latest write the invariant rests on.
+	anchor := -1
+	if inline {
+		anchor = int(a.topStart[a.top[a.end]])
+	} else {
+		for _, c := range criterion {
+			if w := lastBefore(a.writes[c.key], a.end); w >= 0 && !c.leaf {
+				anchor = max(anchor, int(a.topStart[a.top[w]]))
 			}
 		}
 	}
-	if sl.window == a.end {
-		sl.window = max(a.end-windowLead, 0)
+	if anchor < 0 {
+		anchor = a.end
 	}
-	for _, c := range criterion {
-		sl.keep(lastBefore(a.writes[c.key], a.end), 0, !c.leaf, whyCriterion)
+	sl.window = max(anchor-windowLead, 0)
+	if inline {
+		// What the check read before it fired is what it found wrong;
+		// the last writes of the fields the invariant names are the
+		// state it started from.
+		sl.decisions(a.end, 0)
+		for _, c := range criterion {
+			sl.keep(lastBefore(a.writes[c.key], a.end), sl.maxDepth, false, whyCriterion)
+		}
+	} else {
+		for _, c := range criterion {
+			sl.keep(lastBefore(a.writes[c.key], a.end), 0, !c.leaf, whyCriterion)
+		}
 	}
 	for len(sl.work) > 0 {
 		i := sl.work[len(sl.work)-1]
@@ -426,6 +441,15 @@ func (sl *slicer) decisions(i, d int) {
 	a := sl.a
 	s := &a.steps[i]
 	objs := a.decisionObjects(i)
+	if s.Kind == trace.StepCheck || s.Kind == trace.StepEvent {
+		for _, t := range a.in.Failure.Tasks {
+			objs[objKey{trace.ObjTask, t}] = true
+		}
+		for _, m := range a.in.Failure.Mutexes {
+			objs[objKey{trace.ObjMutex, m}] = true
+		}
+		objs[objKey{trace.ObjRQ, int32(s.CPU)}] = true
+	}
 	seen := map[key]bool{}
 	mine := 0
 	for j := i - 1; j >= 0 && mine < decisionScan; j-- {
@@ -465,6 +489,31 @@ func (a *analysis) criterion() []critKey {
 	}
 	var ks []critKey
 	add := func(k key) { ks = append(ks, critKey{k, spec.leaf[k.field]}) }
+	if spec.chain && len(f.Tasks) > 0 {
+		// The blocked_on chain from the violation's task, as the last
+		// writes left it: each link's lock and that lock's owner.
+		f.Tasks = append([]int32(nil), f.Tasks...)
+		t := f.Tasks[0]
+		for n := 0; n < 8; n++ {
+			w := lastBefore(a.writes[key{obj: trace.ObjTask, id: t, field: trace.FieldBlockedOn}], a.end)
+			if w < 0 || a.steps[w].Val == 0 {
+				break
+			}
+			m := int32(a.steps[w].Val - 1)
+			if !containsID(f.Mutexes, m) {
+				f.Mutexes = append(f.Mutexes, m)
+			}
+			o := lastBefore(a.writes[key{obj: trace.ObjMutex, id: m, field: trace.FieldOwner}], a.end)
+			if o < 0 {
+				break
+			}
+			t = int32(a.steps[o].Val & 0xffffffff)
+			if t == 0 || containsID(f.Tasks, t) {
+				break
+			}
+			f.Tasks = append(f.Tasks, t)
+		}
+	}
 	for n, t := range f.Tasks {
 		fields := spec.others
 		if n == 0 {
@@ -504,6 +553,15 @@ func (a *analysis) criterion() []critKey {
 	return ks
 }
 
+func containsID(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
 // crit is what an invariant looks at: fields of the violation's task, of
 // the other tasks its message names, of the mutexes it names and of the
 // runqueue of the CPU that found it; queue: where the named tasks are
@@ -514,6 +572,9 @@ type crit struct {
 	// that position (1: the first after the violation's task).
 	pos   map[int][]trace.Field
 	queue bool
+	// chain: the tasks and mutexes of the violation's task's blocked_on
+	// chain count as named.
+	chain bool
 	// leaf fields are context: their last write is shown, not explained.
 	leaf map[trace.Field]bool
 }
@@ -535,7 +596,7 @@ var criteria = map[string]crit{
 		others: []trace.Field{trace.FieldBlockedHead}},
 	"curr-donor": {task: []trace.Field{trace.FieldBlockedOn, trace.FieldIsBlocked, trace.FieldOnRQ},
 		others: []trace.Field{trace.FieldBlockedOn, trace.FieldIsBlocked, trace.FieldCPU},
-		rq:     []trace.Field{trace.FieldDonor, trace.FieldCurr}},
+		rq:     []trace.Field{trace.FieldDonor, trace.FieldCurr}, chain: true},
 	"one-queue": {task: []trace.Field{trace.FieldOnRQ, trace.FieldCPU, trace.FieldDelayed},
 		others: []trace.Field{trace.FieldOnRQ}, queue: true},
 	"affinity":         {task: []trace.Field{trace.FieldCPU, trace.FieldOnCPU}, rq: []trace.Field{trace.FieldCurr}},
@@ -549,7 +610,7 @@ var criteria = map[string]crit{
 		others: []trace.Field{trace.FieldCPU, trace.FieldOnRQ, trace.FieldOnCPU, trace.FieldState},
 		mutex:  []trace.Field{trace.FieldOwner}},
 	"chain-acyclic": {task: []trace.Field{trace.FieldBlockedOn}, others: []trace.Field{trace.FieldBlockedOn},
-		mutex: []trace.Field{trace.FieldOwner}},
+		mutex: []trace.Field{trace.FieldOwner}, chain: true},
 	"progress": {task: []trace.Field{trace.FieldOnRQ, trace.FieldState, trace.FieldCPU},
 		rq: []trace.Field{trace.FieldCurr, trace.FieldDonor}, queue: true},
 	"offline-cpu": {task: []trace.Field{trace.FieldCPU, trace.FieldOnRQ, trace.FieldWakeCPU}, queue: true},

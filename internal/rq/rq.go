@@ -1027,10 +1027,14 @@ func (r *RQ) YieldTask(c *percpu.Ctx, p *task.Task) {
 func (r *RQ) QueueBalanceCallback(c *percpu.Ctx, cb BalanceCallback) {
 	r.AssertHeld(c)
 	r.balanceCallbacks = append(r.balanceCallbacks, cb)
+	r.watchWrite(trace.FieldBalanceCallbacks, int64(len(r.balanceCallbacks)))
 }
 
 // BalanceCallbacks returns the number of queued balance callbacks.
-func (r *RQ) BalanceCallbacks() int { return len(r.balanceCallbacks) }
+func (r *RQ) BalanceCallbacks() int {
+	r.watchRead(trace.FieldBalanceCallbacks, int64(len(r.balanceCallbacks)))
+	return len(r.balanceCallbacks)
+}
 
 // ZapBalanceCallbacks drops callbacks of an abandoned pick
 // (zap_balance_callbacks).
@@ -1038,6 +1042,9 @@ func (r *RQ) ZapBalanceCallbacks(c *percpu.Ctx) {
 	r.AssertHeld(c)
 	for i := range r.balanceCallbacks {
 		r.balanceCallbacks[i] = BalanceCallback{}
+	}
+	if len(r.balanceCallbacks) > 0 {
+		r.watchWrite(trace.FieldBalanceCallbacks, 0)
 	}
 	r.balanceCallbacks = r.balanceCallbacks[:0]
 }
@@ -1047,6 +1054,7 @@ func (r *RQ) RunBalanceCallbacks(c *percpu.Ctx) {
 	for len(r.balanceCallbacks) > 0 {
 		cb := r.balanceCallbacks[0]
 		r.balanceCallbacks = r.balanceCallbacks[1:]
+		r.watchWrite(trace.FieldBalanceCallbacks, int64(len(r.balanceCallbacks)))
 		cb.Fn(c, r)
 	}
 	r.balanceCallbacks = r.balanceCallbacks[:0:0]
