@@ -87,6 +87,17 @@ type failureReport struct {
 	flags     *machineFlags
 }
 
+// version returns the proxysim version that wrote the report ("" if it
+// does not say).
+func (r *failureReport) version() string {
+	for _, l := range strings.Split(r.text, "\n") {
+		if v, ok := strings.CutPrefix(l, "version: "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // readReport reads a failure report and parses its recorded command.
 func readReport(path string) (*failureReport, error) {
 	b, err := os.ReadFile(path)

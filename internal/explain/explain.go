@@ -118,7 +118,10 @@ func (a *analysis) layout(sl *slicer) *Explanation {
 		if s.Kind != trace.StepWrite {
 			continue
 		}
-		ex.Before = append(ex.Before, fmt.Sprintf("%s (%s, CPU%d)", names.step(s, a.in.Names), leaf(a.path[i]), s.CPU))
+		ex.Before = append(ex.Before, fmt.Sprintf("%s (%s, %s)", names.step(s, a.in.Names), leaf(a.path[i]), colName(int(s.CPU))))
+	}
+	if len(ex.Before) > maxBefore {
+		ex.Before = ex.Before[len(ex.Before)-maxBefore:]
 	}
 	cpus := map[int]bool{}
 	var row *Row
@@ -179,6 +182,10 @@ func funcName(path string) string {
 	}
 	return strings.Join(parts, " > ")
 }
+
+// maxBefore bounds the state lines shown before the diagram (the latest
+// are kept).
+const maxBefore = 8
 
 // leaf returns the innermost function of a kernel call path.
 func leaf(path string) string {
@@ -248,7 +255,13 @@ func (a *aliases) task(id int32) string {
 func (a *aliases) legend() []string {
 	out := make([]string, 0, len(a.order))
 	for _, id := range a.order {
-		out = append(out, fmt.Sprintf("%s = %s", a.short[id], a.names.Task(id)))
+		s := fmt.Sprintf("%s = %s", a.short[id], a.names.Task(id))
+		if a.names.Class != nil {
+			if c := a.names.Class(id); c != "" {
+				s += " (" + c + ")"
+			}
+		}
+		out = append(out, s)
 	}
 	return out
 }

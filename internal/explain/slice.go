@@ -29,6 +29,9 @@ type Names struct {
 	RQLockCPU func(key int32) int
 	// State names a task state value.
 	State func(v int64) string
+	// Class, if set, describes a task's scheduling class and priority
+	// for the legend ("FIFO 40", "fair", "DEADLINE").
+	Class func(id int32) string
 }
 
 // Failure is the broken invariant an explanation ends with.
@@ -543,10 +546,18 @@ func (a *analysis) criterion() []critKey {
 	// The queue membership of the named tasks, wherever they are queued.
 	if spec.queue {
 		for _, t := range f.Tasks {
-			for k := range a.writes {
+			// the task's latest enqueue or dequeue, wherever it was
+			var last key
+			at := -1
+			for k, ws := range a.writes {
 				if k.field == trace.FieldQueued && k.member == t {
-					add(k)
+					if w := lastBefore(ws, a.end); w > at {
+						at, last = w, k
+					}
 				}
+			}
+			if at >= 0 {
+				add(last)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/explain"
@@ -35,6 +36,20 @@ func RunWatched(o Options, sc *workload.Scenario, steps int) (*Run, *Summary, *t
 	return r, s, w, nil
 }
 
+// ExplainRun replays the deterministic run (o, sc) with a watch and
+// explains its first violation. It returns the explanation (nil when the
+// replay did not fail) and the replay's summary.
+func ExplainRun(o Options, sc *workload.Scenario, opt explain.Options) (*explain.Explanation, *Summary, error) {
+	r, s, w, err := RunWatched(o, sc, DefaultWatchSteps)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !s.Failed() {
+		return nil, s, nil
+	}
+	return r.Explain(w, s.Violations[0], opt), s, nil
+}
+
 // Explain slices a watched run that failed down to the steps its first
 // violation depends on (explain.Analyze).
 func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *explain.Explanation {
@@ -49,6 +64,19 @@ func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *e
 		},
 		RQLockCPU: func(key int32) int { return int(key & 0xffff) },
 		State:     func(v int64) string { return task.State(v).String() },
+		Class: func(id int32) string {
+			p := m.Task(int(id))
+			if p == nil {
+				return ""
+			}
+			switch pol := p.SE.Policy; {
+			case pol.RT():
+				return fmt.Sprintf("%s %d", strings.ToUpper(pol.String()), p.SE.RTPriority)
+			case pol.DL():
+				return "DEADLINE"
+			}
+			return "fair"
+		},
 	}
 	f := explain.Failure{Invariant: int(v.Invariant), Name: v.Name, Message: v.Message, CPU: v.CPU, Task: int32(v.Task)}
 	if v.Task > 0 {
