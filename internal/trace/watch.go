@@ -43,26 +43,26 @@ type Field uint8
 // are negative), mutex ids + 1 for lock pointers (0: NULL), CPU numbers,
 // 0/1 for flags, the task state for __state.
 const (
-	FieldNone          Field = iota
-	FieldState               // p->__state
-	FieldOnRQ                // p->on_rq
-	FieldOnCPU               // p->on_cpu
-	FieldCPU                 // task_cpu(p)
-	FieldWakeCPU             // p->wake_cpu
-	FieldBlockedOn           // p->blocked_on (mutex id + 1)
-	FieldIsBlocked           // p->is_blocked
-	FieldBlockedDonor        // p->blocked_donor
-	FieldSleepingOwner       // p->sleeping_owner (the owner p is parked on)
-	FieldBlockedHead         // owner->blocked_head: +id added, -id removed; a read gives the length
-	FieldDelayed             // p->se.sched_delayed
-	FieldCurr                // rq->curr
-	FieldDonor               // rq->donor
-	FieldNeedResched         // TIF_NEED_RESCHED
-	FieldQueued              // the runqueue's queue: +id enqueued, -id dequeued
-	FieldOwner               // mutex->owner (task id; flags in the high bits of Val)
-	FieldWaiters             // mutex->wait_list: +id added, -id removed; a read gives the first waiter
-	FieldWakeEntry           // p->wake_entry: the CPU whose wake list it was put on (ttwu_queue_wakelist), taken off by that CPU (sched_ttwu_pending)
-	FieldBalanceCallbacks    // rq->balance_callback: how many are queued
+	FieldNone             Field = iota
+	FieldState                  // p->__state
+	FieldOnRQ                   // p->on_rq
+	FieldOnCPU                  // p->on_cpu
+	FieldCPU                    // task_cpu(p)
+	FieldWakeCPU                // p->wake_cpu
+	FieldBlockedOn              // p->blocked_on (mutex id + 1)
+	FieldIsBlocked              // p->is_blocked
+	FieldBlockedDonor           // p->blocked_donor
+	FieldSleepingOwner          // p->sleeping_owner (the owner p is parked on)
+	FieldBlockedHead            // owner->blocked_head: +id added, -id removed; a read gives the length
+	FieldDelayed                // p->se.sched_delayed
+	FieldCurr                   // rq->curr
+	FieldDonor                  // rq->donor
+	FieldNeedResched            // TIF_NEED_RESCHED
+	FieldQueued                 // the runqueue's queue: +id enqueued, -id dequeued
+	FieldOwner                  // mutex->owner (task id; flags in the high bits of Val)
+	FieldWaiters                // mutex->wait_list: +id added, -id removed; a read gives the first waiter
+	FieldWakeEntry              // p->wake_entry: the CPU whose wake list it was put on (ttwu_queue_wakelist), taken off by that CPU (sched_ttwu_pending)
+	FieldBalanceCallbacks       // rq->balance_callback: how many are queued
 	NumFields
 )
 
