@@ -10,6 +10,7 @@ import (
 	"github.com/proxysim/proxysim/internal/explain"
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/trace"
+	"github.com/proxysim/proxysim/internal/workload"
 )
 
 const explainUsage = `Usage: proxysim explain REPORT [flags]
@@ -122,6 +123,37 @@ func cmdExplain(args []string, stdout, stderr io.Writer) (int, error) {
 		ex.WriteText(stdout, *width)
 	}
 	return exitOK, nil
+}
+
+// explainText replays the deterministic run o (its scenario loaded
+// afresh) with a watch and returns the explanation of its first
+// violation as the plain text a failure report starts with ("" if the
+// replay did not fail or could not start).
+func explainText(o sim.Options, load func() (*workload.Scenario, error)) string {
+	sc, err := load()
+	if err != nil {
+		return ""
+	}
+	restore := serialProcs(o)
+	ex, _, err := sim.ExplainRun(o, sc, explain.Options{MaxRows: 30})
+	restore()
+	if err != nil || ex == nil {
+		return ""
+	}
+	var b strings.Builder
+	ex.WriteText(&b, 100)
+	return b.String()
+}
+
+// rewriteReport writes a failure report again (now with its
+// explanation), in place.
+func rewriteReport(path string, r *sim.Run, s *sim.Summary, cmdline string, events int, stderr io.Writer) {
+	if err := sim.WriteFileAtomic(path, func(w io.Writer) error {
+		r.FormatReport(w, s, cmdline, events)
+		return nil
+	}); err != nil {
+		fmt.Fprintf(stderr, "proxysim: cannot write the report: %v\n", err)
+	}
 }
 
 // explainJSON is explain --json's output.

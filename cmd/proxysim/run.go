@@ -99,6 +99,9 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 		if path == "" {
 			path = fmt.Sprintf("proxysim-report-%d.txt", mf.o.Seed)
 		}
+		if mf.o.Deterministic {
+			r.Explanation = explainText(mf.o, mf.loadScenario)
+		}
 		if err := sim.WriteFileAtomic(path, func(w io.Writer) error {
 			r.FormatReport(w, s, cmdline, mf.events)
 			return nil

@@ -122,19 +122,19 @@ var retryStrategies = []string{"random", "pct:3", "time"}
 // with a command bounded in virtual time that proxysim replay and
 // proxysim shrink take as it is. It returns the path, or "" when no
 // strategy failed.
-func retryDeterministic(args []string, mf *machineFlags, inv string, budget time.Duration, stderr io.Writer, log *zap.Logger) string {
+func retryDeterministic(args []string, mf *machineFlags, inv string, budget time.Duration, stderr io.Writer, log *zap.Logger) (string, string) {
 	for _, st := range retryStrategies {
 		o := mf.o
 		o.Deterministic, o.Strategy, o.Duration = true, st, budget
 		sc, err := mf.loadScenario() // a fresh copy: Build takes the scenario's plans
 		if err != nil {
 			log.Warn("deterministic retry failed to start", zap.Error(err))
-			return ""
+			return "", ""
 		}
 		r, err := sim.Build(o, sc)
 		if err != nil {
 			log.Warn("deterministic retry failed to start", zap.Error(err))
-			return ""
+			return "", ""
 		}
 		start := time.Now()
 		restore := serialProcs(o)
@@ -154,11 +154,12 @@ func retryDeterministic(args []string, mf *machineFlags, inv string, budget time
 		if got != inv {
 			note = fmt.Sprintf(" (invariant %s, where the concurrent run broke %s)", got, inv)
 		}
-		return writeDeterministicReport(args, mf, st, r, s, elapsed, note, stderr)
+		r.Explanation = explainText(o, mf.loadScenario)
+		return writeDeterministicReport(args, mf, st, r, s, elapsed, note, stderr), r.Explanation
 	}
 	fmt.Fprintf(stderr, "proxysim: no deterministic strategy (%s) failed within %v each; the concurrent report is all there is\n",
 		strings.Join(retryStrategies, ", "), budget)
-	return ""
+	return "", ""
 }
 
 // writeDeterministicReport writes the report of a deterministic retry
@@ -335,8 +336,17 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], mf.report)
 		}
 		printReport(stderr, mf, r, s, cmdline)
-		if !mf.o.Deterministic && sf.retryDet > 0 {
-			retryDeterministic(args, mf, s.Violations[0].Name, sf.retryDet, stderr, log)
+		if mf.o.Deterministic {
+			r.Explanation = explainText(mf.o, mf.loadScenario)
+			rewriteReport(mf.report, r, s, cmdline, mf.events, stderr)
+		} else if sf.retryDet > 0 {
+			if det, ex := retryDeterministic(args, mf, s.Violations[0].Name, sf.retryDet, stderr, log); ex != "" {
+				// The concurrent report gets its deterministic
+				// reproduction's explanation at the top.
+				r.Explanation = ex
+				r.ExplanationOf = "its deterministic reproduction " + det
+				rewriteReport(mf.report, r, s, cmdline, mf.events, stderr)
+			}
 		}
 	} else {
 		// a clean run leaves no failure report: take the preamble back

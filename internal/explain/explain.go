@@ -106,12 +106,14 @@ func (a *analysis) layout(sl *slicer) *Explanation {
 	// first explained step, is the state the race started from: a line
 	// each, not rows.
 	firstExpanded := a.end
+	explained := map[int16]bool{} // CPUs with an explained step
 	for i, k := range sl.kept {
-		if k.expand && i < firstExpanded {
-			firstExpanded = i
+		if k.expand {
+			firstExpanded = min(firstExpanded, i)
+			explained[a.steps[i].CPU] = true
 		}
 	}
-	for len(idx) > 0 && (idx[0] < sl.window || idx[0] < firstExpanded && !sl.kept[idx[0]].expand) {
+	for len(idx) > 0 && (idx[0] < sl.window || idx[0] < firstExpanded && !sl.kept[idx[0]].expand && !explained[a.steps[idx[0]].CPU]) {
 		i := idx[0]
 		idx = idx[1:]
 		s := &a.steps[i]

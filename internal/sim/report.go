@@ -239,6 +239,13 @@ func (r *Run) FormatReport(w io.Writer, s *Summary, cmdline string, lastEvents i
 	fmt.Fprintf(w, "version: %s\n", Version())
 	fmt.Fprintf(w, "seed: %d  cpus: %d  tasks: %d  workload: %s  proxy_exec: %s  bugs: %s\n", s.Seed, s.CPUs, s.Tasks, s.Workload, onOff(s.ProxyExec), strings.Join(s.Bugs, ","))
 	fmt.Fprintf(w, "stopped: %s\n\n", s.StopReason)
+	if r.Explanation != "" {
+		from := r.ExplanationOf
+		if from == "" {
+			from = "this run"
+		}
+		fmt.Fprintf(w, "explanation of %s (proxysim explain):\n\n%s\n", from, r.Explanation)
+	}
 	fmt.Fprintf(w, "violations (%d):\n", len(s.Violations))
 	for _, v := range s.Violations {
 		fmt.Fprintf(w, "  [event #%d, t=%s] %s\n", v.Seq, fmtNs(v.Time), v)

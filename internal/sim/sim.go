@@ -184,9 +184,15 @@ type Run struct {
 	Opts     Options
 	Scenario *workload.Scenario
 	Machine  *cpu.Machine
-	Jitter   *inject.Jitter  // nil unless Opts.Jitter > 0
-	Stutter  *inject.Stutter // nil unless Opts.Stutter > 0
-	done     chan struct{}   // closed when Execute returns
+	// Explanation, if set, goes at the top of the failure report: the
+	// failing interleaving in kernel terms (proxysim explain's text).
+	Explanation string
+	// ExplanationOf says which run Explanation explains when it is not
+	// this one ("its deterministic reproduction X.det.report").
+	ExplanationOf string
+	Jitter        *inject.Jitter  // nil unless Opts.Jitter > 0
+	Stutter       *inject.Stutter // nil unless Opts.Stutter > 0
+	done          chan struct{}   // closed when Execute returns
 }
 
 // Stop asks the run to stop (a signal, an interrupted shrink); Execute
