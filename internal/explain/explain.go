@@ -26,6 +26,9 @@ type Explanation struct {
 	// Truncated: the watch had dropped older steps (the slice may have
 	// wanted some of them).
 	Truncated bool
+	// Coarse: built from flight-recorder events alone (FromEvents), with
+	// no replay: no locks, no reads.
+	Coarse bool
 }
 
 // Row is one step of one CPU: a kernel function (its call path's last

@@ -239,6 +239,11 @@ func (r *Run) FormatReport(w io.Writer, s *Summary, cmdline string, lastEvents i
 	fmt.Fprintf(w, "version: %s\n", Version())
 	fmt.Fprintf(w, "seed: %d  cpus: %d  tasks: %d  workload: %s  proxy_exec: %s  bugs: %s\n", s.Seed, s.CPUs, s.Tasks, s.Workload, onOff(s.ProxyExec), strings.Join(s.Bugs, ","))
 	fmt.Fprintf(w, "stopped: %s\n\n", s.StopReason)
+	if r.Explanation == "" && len(s.Violations) > 0 && !m.Stuck {
+		var b strings.Builder
+		r.ExplainEvents(s.Violations[0], 30).WriteText(&b, 100)
+		r.Explanation = b.String()
+	}
 	if r.Explanation != "" {
 		from := r.ExplanationOf
 		if from == "" {

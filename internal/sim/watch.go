@@ -53,8 +53,23 @@ func ExplainRun(o Options, sc *workload.Scenario, opt explain.Options) (*explain
 // Explain slices a watched run that failed down to the steps its first
 // violation depends on (explain.Analyze).
 func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *explain.Explanation {
+	in := &explain.Input{Steps: w.Steps(), Path: w.Path, Names: r.explainNames(), Failure: failureOf(v)}
+	ex := explain.Analyze(in, opt)
+	ex.Truncated = w.Dropped() > 0
+	return ex
+}
+
+// ExplainEvents lays out the flight recorder's last events of the tasks
+// a violation concerns (explain.FromEvents): the explanation of a failure
+// with no deterministic reproduction.
+func (r *Run) ExplainEvents(v check.Violation, maxRows int) *explain.Explanation {
+	return explain.FromEvents(r.Machine.Log.Merged(0), r.explainNames(), failureOf(v), maxRows)
+}
+
+// explainNames names the machine's objects for an explanation.
+func (r *Run) explainNames() explain.Names {
 	m := r.Machine
-	names := explain.Names{
+	return explain.Names{
 		Task: func(id int32) string { return r.TaskName(id) },
 		Mutex: func(id int32) string {
 			if int(id) < len(m.Mutexes()) {
@@ -78,6 +93,11 @@ func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *e
 			return "fair"
 		},
 	}
+}
+
+// failureOf is a violation as an explanation's failure: the tasks and
+// mutexes its message names.
+func failureOf(v check.Violation) explain.Failure {
 	f := explain.Failure{Invariant: int(v.Invariant), Name: v.Name, Message: v.Message, CPU: v.CPU, Task: int32(v.Task)}
 	if v.Task > 0 {
 		f.Tasks = append(f.Tasks, int32(v.Task))
@@ -88,10 +108,7 @@ func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *e
 		}
 	}
 	f.Mutexes = namedMutexes(v.Message)
-	in := &explain.Input{Steps: w.Steps(), Path: w.Path, Names: names, Failure: f}
-	ex := explain.Analyze(in, opt)
-	ex.Truncated = w.Dropped() > 0
-	return ex
+	return f
 }
 
 var (
