@@ -171,7 +171,7 @@ type explainJSON struct {
 
 // fmtStep is one watched step for explain --steps.
 func fmtStep(st trace.Step, w *trace.Watch, name func(int32) string) string {
-	head := fmt.Sprintf("%9d cpu%-3d %-60s ", st.N, st.CPU, w.Path(st.Path))
+	head := fmt.Sprintf("cpu%-3d %-60s ", st.CPU, w.Path(st.Path))
 	switch st.Kind {
 	case trace.StepRead, trace.StepWrite:
 		op := "=="
@@ -197,7 +197,10 @@ func fmtStep(st trace.Step, w *trace.Watch, name func(int32) string) string {
 	case trace.StepCheck:
 		return head + fmt.Sprintf("invariant %d broken", st.Val)
 	case trace.StepEvent:
-		return head + st.Ev.Format(name)
+		if e, ok := w.Event(&st); ok {
+			return head + e.Format(name)
+		}
+		return head + "(event no longer held)"
 	}
 	return head + "?"
 }

@@ -75,3 +75,35 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// TestExplainFinding explains finding F1's reproducer through the CLI:
+// a CPU-column diagram naming the kernel functions of the race and its
+// locks, within 30 rows, in at most 100 columns.
+func TestExplainFinding(t *testing.T) {
+	f := findings[0]
+	report := filepath.Join(t.TempDir(), "r.txt")
+	args := []string{"stress", "--deterministic", "--strategy", "random", "--sim-time", "100ms",
+		"--stat-interval", "0", "--duration", "0", "--seed", f.seed, "--workload", filepath.Join("..", "..", "testdata", "findings", f.bug+".json"),
+		"--bug", f.bug, "--report", report}
+	if code, out, errOut := runCLI(t, append(args, f.extra...)...); code != exitViolation {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	rep, _ := os.ReadFile(report)
+	if !strings.Contains(string(rep), "explanation of this run (proxysim explain):") {
+		t.Errorf("the report does not open with its explanation:\n%s", tail(string(rep), 3000))
+	}
+	code, out, errOut := runCLI(t, "explain", report, "--width", "100")
+	if code != exitOK {
+		t.Fatalf("explain: exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"find_proxy_task", "proxy_enqueue_on_owner", "->blocked_lock", "->sleeping_owner = ", "The kernel promises:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, out)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if len([]rune(l)) > 100 {
+			t.Errorf("line over 100 columns: %q", l)
+		}
+	}
+}

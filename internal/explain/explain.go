@@ -61,7 +61,7 @@ func Analyze(in *Input, opt Options) *Explanation {
 	for depth := opt.MaxDepth; depth >= 0; depth-- {
 		sl := &slicer{a: a, kept: map[int]keptStep{}, maxDepth: depth}
 		sl.run(a.criterion())
-		ex = a.layout(sl)
+		ex = a.layout(sl, opt.MaxRows)
 		if opt.MaxRows <= 0 || len(ex.Rows) <= opt.MaxRows {
 			break
 		}
@@ -69,8 +69,54 @@ func Analyze(in *Input, opt Options) *Explanation {
 	return ex
 }
 
+// cut drops the kept steps of the lowest-ranked functions (a run of one
+// CPU's steps in one function, a row), the earliest first, until at
+// most limit are left; never those of rank 3 (the invariant's own steps
+// and the two sides of a race).
+func (a *analysis) cut(sl *slicer, limit int) {
+	type seg struct {
+		prio, first int
+		steps       []int
+	}
+	bySeg := map[int32]*seg{}
+	for i, k := range sl.kept {
+		s := bySeg[a.seg[i]]
+		if s == nil {
+			s = &seg{first: i}
+			bySeg[a.seg[i]] = s
+		}
+		s.prio = max(s.prio, k.prio)
+		s.first = min(s.first, i)
+		s.steps = append(s.steps, i)
+	}
+	if len(bySeg) <= limit {
+		return
+	}
+	segs := make([]*seg, 0, len(bySeg))
+	for _, s := range bySeg {
+		segs = append(segs, s)
+	}
+	sort.Slice(segs, func(i, j int) bool {
+		if segs[i].prio != segs[j].prio {
+			return segs[i].prio < segs[j].prio
+		}
+		return segs[i].first < segs[j].first
+	})
+	for _, s := range segs[:len(segs)-limit] {
+		if s.prio >= 3 {
+			break
+		}
+		for _, i := range s.steps {
+			delete(sl.kept, i)
+		}
+	}
+}
+
 // layout turns the kept steps into rows.
-func (a *analysis) layout(sl *slicer) *Explanation {
+func (a *analysis) layout(sl *slicer, maxRows int) *Explanation {
+	if maxRows > 0 {
+		a.cut(sl, maxRows)
+	}
 	ex := &Explanation{Failure: a.in.Failure, Examined: a.end, Kept: len(sl.kept)}
 	keep := map[int]bool{}
 	segFirst := map[int32]int{} // kept segment -> its first and last kept step
@@ -85,11 +131,11 @@ func (a *analysis) layout(sl *slicer) *Explanation {
 			segLast[si] = i
 		}
 	}
-	// The locks a kept function takes and drops between its kept steps,
-	// and its events.
-	for si, f := range segFirst {
+	// The locks a kept function takes and drops up to its last kept
+	// step, and its events.
+	for si := range segFirst {
 		l := segLast[si]
-		for j := f; j <= l; j++ {
+		for j := int(a.segs[si].first); j <= l; j++ {
 			if a.seg[j] != si {
 				continue
 			}
@@ -105,18 +151,11 @@ func (a *analysis) layout(sl *slicer) *Explanation {
 	}
 	sort.Ints(idx)
 	names := newAliases(a.in.Names)
+	names.ev = a.in.Event
 	// What comes before the window, and the context writes before the
 	// first explained step, is the state the race started from: a line
 	// each, not rows.
-	firstExpanded := a.end
-	explained := map[int16]bool{} // CPUs with an explained step
-	for i, k := range sl.kept {
-		if k.expand {
-			firstExpanded = min(firstExpanded, i)
-			explained[a.steps[i].CPU] = true
-		}
-	}
-	for len(idx) > 0 && (idx[0] < sl.window || idx[0] < firstExpanded && !sl.kept[idx[0]].expand && !explained[a.steps[idx[0]].CPU]) {
+	for len(idx) > 0 && idx[0] < sl.window {
 		i := idx[0]
 		idx = idx[1:]
 		s := &a.steps[i]
@@ -211,6 +250,8 @@ const (
 // aliases gives tasks short names for the columns and keeps a legend.
 type aliases struct {
 	names Names
+	// ev gives a StepEvent's event (Input.Event).
+	ev    func(*trace.Step) (*trace.Event, bool)
 	short map[int32]string
 	taken map[string]int32
 	order []int32
@@ -381,10 +422,14 @@ func (a *aliases) step(s *trace.Step, n Names) string {
 	case trace.StepUnlock:
 		return "unlock " + a.lockName(lockID{s.Class, s.ID})
 	case trace.StepEvent:
-		if s.Ev.Kind == trace.EvViolation {
+		if a.ev == nil {
 			return ""
 		}
-		return a.event(&s.Ev)
+		e, ok := a.ev(s)
+		if !ok || e.Kind == trace.EvViolation {
+			return ""
+		}
+		return a.event(e)
 	case trace.StepCheck:
 		return fmt.Sprintf("invariant %d broken", s.Val)
 	}

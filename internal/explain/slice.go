@@ -13,6 +13,9 @@ type Input struct {
 	Steps []trace.Step
 	// Path names the kernel call path of a step (trace.Watch.Path).
 	Path func(uint32) string
+	// Event gives the flight-recorder event of a StepEvent step
+	// (trace.Watch.Event).
+	Event func(*trace.Step) (*trace.Event, bool)
 	// Names names the machine's objects.
 	Names Names
 	// Failure is the broken invariant.
@@ -284,6 +287,10 @@ type keptStep struct {
 	depth  int
 	expand bool
 	why    reason
+	// prio ranks the step for a diagram that must be cut: 3 for the
+	// steps the invariant rests on and both sides of a race, 2 for the
+	// context of a race, 1 for other context.
+	prio int
 }
 
 // windowLead is how many steps before the first function that made the
@@ -291,7 +298,7 @@ type keptStep struct {
 // raced with it, and for the call on its own CPU that set it up.
 const windowLead = 2000
 
-func (sl *slicer) keep(i, depth int, expand bool, why reason) {
+func (sl *slicer) keep(i, depth int, expand bool, why reason, prio int) {
 	if i < 0 || i >= sl.a.end || depth > sl.maxDepth {
 		return
 	}
@@ -300,9 +307,16 @@ func (sl *slicer) keep(i, depth int, expand bool, why reason) {
 		return
 	}
 	if k, ok := sl.kept[i]; ok && k.depth <= depth && (k.expand || !expand) {
+		if prio > k.prio {
+			k.prio = prio
+			sl.kept[i] = k
+		}
 		return
 	}
-	sl.kept[i] = keptStep{depth, expand, why}
+	if k, ok := sl.kept[i]; ok && k.prio > prio {
+		prio = k.prio
+	}
+	sl.kept[i] = keptStep{depth, expand, why, prio}
 	if expand {
 		sl.work = append(sl.work, i)
 	}
@@ -392,23 +406,27 @@ func (sl *slicer) run(criterion []critKey) {
 		// What the check read before it fired is what it found wrong;
 		// the last writes of the fields the invariant names are the
 		// state it started from.
-		sl.decisions(a.end, 0)
+		sl.decisions(a.end, 0, 3)
 		for _, c := range criterion {
-			sl.keep(lastBefore(a.writes[c.key], a.end), sl.maxDepth, false, whyCriterion)
+			sl.keep(lastBefore(a.writes[c.key], a.end), sl.maxDepth, false, whyCriterion, 1)
 		}
 	} else {
 		for _, c := range criterion {
-			sl.keep(lastBefore(a.writes[c.key], a.end), 0, !c.leaf, whyCriterion)
+			prio := 3
+			if c.leaf {
+				prio = 1
+			}
+			sl.keep(lastBefore(a.writes[c.key], a.end), 0, !c.leaf, whyCriterion, prio)
 		}
 	}
 	for len(sl.work) > 0 {
 		i := sl.work[len(sl.work)-1]
 		sl.work = sl.work[:len(sl.work)-1]
-		d := sl.kept[i].depth
+		d, prio := sl.kept[i].depth, sl.kept[i].prio
 		s := &a.steps[i]
 		switch s.Kind {
 		case trace.StepWrite:
-			sl.decisions(i, d)
+			sl.decisions(i, d, prio)
 			// A read another CPU (or, for a list, another call on this
 			// one) made just before this write: it looked, found the old
 			// value, and acted on it.
@@ -416,21 +434,32 @@ func (sl *slicer) run(criterion []critKey) {
 			prev := lastBefore(a.writes[k], i)
 			if r := lastBefore(a.reads[k], i); r > prev && r >= 0 && !noisy(k) && a.top[r] != a.top[i] &&
 				(a.steps[r].CPU != s.CPU || setField(k.field)) {
-				sl.keep(r, d+1, false, whyMissed)
+				sl.keep(r, d+1, false, whyMissed, 3)
 			}
 		case trace.StepRead:
 			k := keyOf(s)
 			// The write it read, if another call made it (what a
 			// function wrote and read back itself is its own business):
 			// context.
-			if w := lastBefore(a.writes[k], i); w >= 0 && a.top[w] != a.top[i] {
-				sl.keep(w, d+1, false, whyFlow)
-			}
 			// A write another CPU made while the read's call still went
 			// on: what it read was stale by the time it acted. That
 			// write is explained in turn.
-			if w := firstAfter(a.writes[k], i); w >= 0 && a.steps[w].CPU != s.CPU && w < int(a.topEnd[a.top[i]]) {
-				sl.keep(w, d+1, true, whyStale)
+			stale := firstAfter(a.writes[k], i)
+			if stale >= 0 && (a.steps[stale].CPU == s.CPU || stale >= int(a.topEnd[a.top[i]])) {
+				stale = -1
+			}
+			if w := lastBefore(a.writes[k], i); w >= 0 && a.top[w] != a.top[i] {
+				fp := 1 // context
+				switch {
+				case stale >= 0:
+					fp = 3 // the value a race read, before the race
+				case prio >= 3 && d > 0:
+					fp = 2 // what a racing call rested on
+				}
+				sl.keep(w, d+1, false, whyFlow, fp)
+			}
+			if stale >= 0 {
+				sl.keep(stale, d+1, true, whyStale, 3)
 			}
 		}
 	}
@@ -440,7 +469,7 @@ func (sl *slicer) run(criterion []critKey) {
 // on: the last read of each field of the objects it writes or holds the
 // locks of, made by it or by its callers before the call (not inside
 // calls that returned), within a bounded scan.
-func (sl *slicer) decisions(i, d int) {
+func (sl *slicer) decisions(i, d, prio int) {
 	a := sl.a
 	s := &a.steps[i]
 	objs := a.decisionObjects(i)
@@ -472,7 +501,7 @@ func (sl *slicer) decisions(i, d int) {
 			continue
 		}
 		seen[rk] = true
-		sl.keep(j, d, true, whyDecision)
+		sl.keep(j, d, true, whyDecision, prio)
 	}
 }
 

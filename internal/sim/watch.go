@@ -15,7 +15,7 @@ import (
 
 // DefaultWatchSteps is how many watched steps an explanation replay
 // keeps: the last ones before the violation.
-const DefaultWatchSteps = 1 << 22
+const DefaultWatchSteps = 1 << 21
 
 // RunWatched runs a deterministic run with a watch attached (trace.Watch:
 // every lock step and every read and write of the protocol's state, the
@@ -53,7 +53,7 @@ func ExplainRun(o Options, sc *workload.Scenario, opt explain.Options) (*explain
 // Explain slices a watched run that failed down to the steps its first
 // violation depends on (explain.Analyze).
 func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *explain.Explanation {
-	in := &explain.Input{Steps: w.Steps(), Path: w.Path, Names: r.explainNames(), Failure: failureOf(v)}
+	in := &explain.Input{Steps: w.Steps(), Path: w.Path, Event: w.Event, Names: r.explainNames(), Failure: failureOf(v)}
 	ex := explain.Analyze(in, opt)
 	ex.Truncated = w.Dropped() > 0
 	return ex

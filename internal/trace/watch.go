@@ -90,18 +90,18 @@ const (
 	StepCheck                  // a broken invariant reported (Val: invariant number)
 )
 
-// Step is one watched step.
+// Step is one watched step (24 bytes: a replay keeps millions).
 type Step struct {
-	N     uint64 // position in the record
+	// Val is the value read or written; for a StepEvent, the event's
+	// number (Watch.Event); for a StepCheck, the invariant.
+	Val   int64
+	ID    int32  // task id, CPU number, mutex id, or the lock's key
+	Path  uint32 // the kernel call path (Watch.Path)
 	CPU   int16  // the CPU that did it (-1: the barrier, no CPU's turn)
 	Kind  StepKind
 	Obj   Obj
 	Field Field
 	Class uint8 // lock class (StepLock, StepUnlock)
-	ID    int32 // task id, CPU number, mutex id, or the lock's key
-	Val   int64
-	Path  uint32 // the kernel call path (Watch.Path)
-	Ev    Event  // StepEvent
 }
 
 // Watch records steps for an explanation replay. Owned by the goroutine
@@ -116,6 +116,11 @@ type Watch struct {
 	steps   []Step
 	mask    uint64
 	n       uint64
+	// evs holds the flight-recorder events the steps name, a ring of
+	// its own (events are a small part of the steps).
+	evs    []Event
+	evMask uint64
+	nev    uint64
 	// paths interns kernel call paths: paths[i] is path i, pathOf maps a
 	// program-counter stack to its index.
 	paths  []string
@@ -137,8 +142,9 @@ func NewWatch(size int) *Watch {
 	for n < size {
 		n <<= 1
 	}
-	return &Watch{steps: make([]Step, n), mask: uint64(n - 1), cur: -1, paths: []string{""},
-		pathOf: map[[maxDepth]uintptr]uint32{}}
+	ne := n / 4
+	return &Watch{steps: make([]Step, n), mask: uint64(n - 1), evs: make([]Event, ne), evMask: uint64(ne - 1),
+		cur: -1, paths: []string{""}, pathOf: map[[maxDepth]uintptr]uint32{}}
 }
 
 // SetCPU says which CPU holds the turn from now on.
@@ -149,7 +155,7 @@ func (w *Watch) Barrier(on bool) { w.barrier = on }
 
 func (w *Watch) add(cpu int16, k StepKind, o Obj, f Field, id int32, val int64) *Step {
 	s := &w.steps[w.n&w.mask]
-	*s = Step{N: w.n, CPU: cpu, Kind: k, Obj: o, Field: f, ID: id, Val: val, Path: w.path()}
+	*s = Step{CPU: cpu, Kind: k, Obj: o, Field: f, ID: id, Val: val, Path: w.path()}
 	w.n++
 	return s
 }
@@ -198,8 +204,9 @@ func (w *Watch) Check(inv int) {
 
 // event records a flight-recorder event (Ring.Emit).
 func (w *Watch) event(e *Event) {
-	s := w.add(int16(e.CPU), StepEvent, ObjNone, FieldNone, e.Task, 0)
-	s.Ev = *e
+	s := w.add(int16(e.CPU), StepEvent, ObjNone, FieldNone, e.Task, int64(w.nev))
+	w.evs[w.nev&w.evMask] = *e
+	w.nev++
 	if e.Kind == EvViolation {
 		s.Kind = StepCheck
 		s.Val = int64(e.A)
@@ -261,6 +268,19 @@ func GoFuncName(full string) string {
 		out = p
 	}
 	return parts[0] + "." + out
+}
+
+// Event returns the flight-recorder event a StepEvent step names, if the
+// watch still holds it.
+func (w *Watch) Event(s *Step) (*Event, bool) {
+	if s.Kind != StepEvent {
+		return nil, false
+	}
+	k := uint64(s.Val)
+	if k >= w.nev || w.nev-k > uint64(len(w.evs)) {
+		return nil, false
+	}
+	return &w.evs[k&w.evMask], true
 }
 
 // Path returns the kernel call path with index i ("" for none).
