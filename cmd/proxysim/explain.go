@@ -130,18 +130,44 @@ func cmdExplain(args []string, stdout, stderr io.Writer) (int, error) {
 // violation as the plain text a failure report starts with ("" if the
 // replay did not fail or could not start).
 func explainText(o sim.Options, load func() (*workload.Scenario, error)) string {
+	return explainRepro(o, load).text()
+}
+
+// reproduction is a failure's deterministic reproduction: its report,
+// how to rerun it, and its explanation (nil if the replay did not fail).
+type reproduction struct {
+	path string
+	opts sim.Options
+	load func() (*workload.Scenario, error)
+	ex   *explain.Explanation
+	run  *sim.Run
+}
+
+// explainRepro replays the deterministic run o with a watch and explains
+// its first violation.
+func explainRepro(o sim.Options, load func() (*workload.Scenario, error)) *reproduction {
+	rep := &reproduction{opts: o, load: load}
 	sc, err := load()
 	if err != nil {
-		return ""
+		return rep
 	}
 	restore := serialProcs(o)
-	ex, _, err := sim.ExplainRun(o, sc, explain.Options{MaxRows: 30})
+	r, s, w, err := sim.RunWatched(o, sc, sim.DefaultWatchSteps)
 	restore()
-	if err != nil || ex == nil {
+	if err != nil || !s.Failed() {
+		return rep
+	}
+	rep.ex, rep.run = r.Explain(w, s.Violations[0], explain.Options{MaxRows: 30}), r
+	return rep
+}
+
+// text is the explanation as a failure report's opening ("" if none).
+func (rep *reproduction) text() string {
+	if rep == nil || rep.ex == nil {
 		return ""
 	}
 	var b strings.Builder
-	ex.WriteText(&b, 100)
+	rep.ex.WriteText(&b, 100)
 	return b.String()
 }
 

@@ -39,6 +39,8 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	runs := fs.Int("runs", 100, "number of runs")
 	workers := fs.Int("workers", runtime.NumCPU(), fmt.Sprintf("parallel workers, 1 to the host's cores (%d)", runtime.NumCPU()))
 	every := fs.Duration("progress", 2*time.Second, "progress line interval (positive)")
+	var sink failureSink
+	sink.register(fs)
 	if err := parse(fs, args, exploreUsage, stdout); err != nil {
 		return 0, err
 	}
@@ -175,13 +177,20 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	if path == "" {
 		path = fmt.Sprintf("proxysim-explore-%d.report", failedSeed)
 	}
+	fmf := mf // the failing run's own flags: its seed, its report
+	fmf.o.Seed, fmf.report = failedSeed, path
+	rep := explainRepro(fmf.o, mf.loadScenario)
+	rep.path = path
+	failed.Explanation = rep.text()
 	if err := sim.WriteFileAtomic(path, func(w io.Writer) error {
 		failed.FormatReport(w, failedSum, cmdline, mf.events)
 		return nil
 	}); err != nil {
 		return exitInternal, fmt.Errorf("cannot write the report: %v", err)
 	}
-	fmt.Fprintf(stdout, "violation at seed %d: %s\nreport: %s\nreplay: proxysim replay %s\n", failedSeed, failedSum.Violations[0], path, path)
+	fmt.Fprintf(stdout, "violation at seed %d: %s\nreport: %s\nreplay: proxysim replay %s\nexplain: proxysim explain %s\n", failedSeed, failedSum.Violations[0], path, path, path)
+	in.setStop(sink.interrupt)
+	sink.file(failed, failedSum, rep, &fmf, cmdline, stderr)
 	return exitViolation, nil
 }
 

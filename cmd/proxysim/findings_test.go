@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +106,49 @@ func TestExplainFinding(t *testing.T) {
 		if len([]rune(l)) > 100 {
 			t.Errorf("line over 100 columns: %q", l)
 		}
+	}
+}
+
+// TestFailureDirectory: a failing stress run files everything it
+// produced into one directory per signature, and the same failure met
+// again is counted there, not written again.
+func TestFailureDirectory(t *testing.T) {
+	f := findings[0]
+	root := filepath.Join(t.TempDir(), "failures")
+	args := []string{"stress", "--deterministic", "--strategy", "random", "--sim-time", "100ms",
+		"--stat-interval", "0", "--duration", "0", "--seed", f.seed, "--workload", filepath.Join("..", "..", "testdata", "findings", f.bug+".json"),
+		"--bug", f.bug, "--failures", root, "--shrink-budget", "3s"}
+	args = append(args, f.extra...)
+	code, _, errOut := runCLI(t, append(args, "--report", filepath.Join(t.TempDir(), "a.report"))...)
+	if code != exitViolation {
+		t.Fatalf("exit %d:\n%s", code, tail(errOut, 2000))
+	}
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	last := lines[len(lines)-1]
+	dir, ok := strings.CutPrefix(last, "proxysim: everything about this failure: ")
+	if !ok {
+		t.Fatalf("the last line does not give the failure's directory: %q", last)
+	}
+	for _, name := range []string{"failure.json", "report.txt", "scenario.json", "reproduce.txt", "explain.txt", "explain.md", "slice.json"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	ex, _ := os.ReadFile(filepath.Join(dir, "explain.txt"))
+	if !strings.Contains(string(ex), "find_proxy_task") {
+		t.Errorf("explain.txt:\n%s", ex)
+	}
+	code, _, errOut = runCLI(t, append(args, "--report", filepath.Join(t.TempDir(), "b.report"))...)
+	if code != exitViolation || !strings.Contains(errOut, "the same failure as "+dir) {
+		t.Fatalf("second run: exit %d, want it counted in %s:\n%s", code, dir, tail(errOut, 2000))
+	}
+	var meta failureMeta
+	b, err := os.ReadFile(filepath.Join(dir, "failure.json"))
+	if err != nil || json.Unmarshal(b, &meta) != nil || meta.Count != 2 || len(meta.Seeds) != 2 {
+		t.Fatalf("failure.json after two runs: %v %s", err, b)
+	}
+	entries, _ := os.ReadDir(root)
+	if len(entries) != 1 {
+		t.Errorf("%d directories for one failure", len(entries))
 	}
 }

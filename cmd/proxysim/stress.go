@@ -41,6 +41,7 @@ type stressFlags struct {
 	statInterval time.Duration
 	retryDet     time.Duration
 	start        time.Time // when the run started (stat lines' elapsed)
+	failures     failureSink
 }
 
 func stressDefaults() sim.Options {
@@ -103,6 +104,7 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.Float64Var(&sf.o.InterruptibleLocks, "lock-interruptible", def.InterruptibleLocks, "probability that a lock instruction of the workload becomes mutex_lock_interruptible (half of them _killable)")
 	fs.DurationVar(&sf.statInterval, "stat-interval", 10*time.Second, "print a statistics line this often (0: never)")
 	fs.DurationVar(&sf.retryDet, "retry-deterministic", 20*time.Second, "after a concurrent-mode failure, try the same seed in deterministic mode with each strategy for this long (0: don't)")
+	sf.failures.register(fs.FlagSet)
 }
 
 // retryStrategies is the order in which a concurrent failure's seed is
@@ -122,19 +124,19 @@ var retryStrategies = []string{"random", "pct:3", "time"}
 // with a command bounded in virtual time that proxysim replay and
 // proxysim shrink take as it is. It returns the path, or "" when no
 // strategy failed.
-func retryDeterministic(args []string, mf *machineFlags, inv string, budget time.Duration, stderr io.Writer, log *zap.Logger) (string, string) {
+func retryDeterministic(args []string, mf *machineFlags, inv string, budget time.Duration, stderr io.Writer, log *zap.Logger) *reproduction {
 	for _, st := range retryStrategies {
 		o := mf.o
 		o.Deterministic, o.Strategy, o.Duration = true, st, budget
 		sc, err := mf.loadScenario() // a fresh copy: Build takes the scenario's plans
 		if err != nil {
 			log.Warn("deterministic retry failed to start", zap.Error(err))
-			return "", ""
+			return nil
 		}
 		r, err := sim.Build(o, sc)
 		if err != nil {
 			log.Warn("deterministic retry failed to start", zap.Error(err))
-			return "", ""
+			return nil
 		}
 		start := time.Now()
 		restore := serialProcs(o)
@@ -154,12 +156,19 @@ func retryDeterministic(args []string, mf *machineFlags, inv string, budget time
 		if got != inv {
 			note = fmt.Sprintf(" (invariant %s, where the concurrent run broke %s)", got, inv)
 		}
-		r.Explanation = explainText(o, mf.loadScenario)
-		return writeDeterministicReport(args, mf, st, r, s, elapsed, note, stderr), r.Explanation
+		rep := explainRepro(o, mf.loadScenario)
+		if rep.ex != nil {
+			r.Explanation = rep.text()
+		}
+		rep.path = writeDeterministicReport(args, mf, st, r, s, elapsed, note, stderr)
+		// The command, like the report's, runs to just past the
+		// violation's virtual time.
+		rep.opts.SimTime = time.Duration(s.Violations[0].Time)/time.Millisecond*time.Millisecond + 2*time.Millisecond
+		return rep
 	}
 	fmt.Fprintf(stderr, "proxysim: no deterministic strategy (%s) failed within %v each; the concurrent report is all there is\n",
 		strings.Join(retryStrategies, ", "), budget)
-	return "", ""
+	return nil
 }
 
 // writeDeterministicReport writes the report of a deterministic retry
@@ -336,18 +345,25 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], mf.report)
 		}
 		printReport(stderr, mf, r, s, cmdline)
+		var rep *reproduction
 		if mf.o.Deterministic {
-			r.Explanation = explainText(mf.o, mf.loadScenario)
-			rewriteReport(mf.report, r, s, cmdline, mf.events, stderr)
+			rep = explainRepro(mf.o, mf.loadScenario)
+			rep.path = mf.report
+			if rep.ex != nil {
+				r.Explanation = rep.text()
+				rewriteReport(mf.report, r, s, cmdline, mf.events, stderr)
+			}
 		} else if sf.retryDet > 0 {
-			if det, ex := retryDeterministic(args, mf, s.Violations[0].Name, sf.retryDet, stderr, log); ex != "" {
+			if rep = retryDeterministic(args, mf, s.Violations[0].Name, sf.retryDet, stderr, log); rep != nil && rep.ex != nil {
 				// The concurrent report gets its deterministic
 				// reproduction's explanation at the top.
-				r.Explanation = ex
-				r.ExplanationOf = "its deterministic reproduction " + det
+				r.Explanation = rep.text()
+				r.ExplanationOf = "its deterministic reproduction " + rep.path
 				rewriteReport(mf.report, r, s, cmdline, mf.events, stderr)
 			}
 		}
+		in.setStop(sf.failures.interrupt) // a signal now ends the failure's shrink
+		defer sf.failures.file(r, s, rep, mf, cmdline, stderr)
 	} else {
 		// a clean run leaves no failure report: take the preamble back
 		_ = os.Remove(mf.report)

@@ -29,6 +29,22 @@ type Explanation struct {
 	// Coarse: built from flight-recorder events alone (FromEvents), with
 	// no replay: no locks, no reads.
 	Coarse bool
+	// From and To bound the steps the diagram covers (indices into
+	// Input.Steps: the window's first step, the violation's).
+	From, To int
+	// Where is the kernel function the broken state was made in (or, for
+	// an inline check, found in): with the invariant, the failure's
+	// signature.
+	Where string
+}
+
+// Signature names the failure for counting repeats: the invariant and
+// where it broke ("parked-owner@proxy_enqueue_on_owner").
+func (ex *Explanation) Signature() string {
+	if ex.Where == "" {
+		return ex.Failure.Name
+	}
+	return ex.Failure.Name + "@" + ex.Where
 }
 
 // Row is one step of one CPU: a kernel function (its call path's last
@@ -67,6 +83,24 @@ func Analyze(in *Input, opt Options) *Explanation {
 		}
 	}
 	return ex
+}
+
+// where names the function the failure broke in: an inline check's own
+// function, or else that of the latest write the invariant rests on.
+func (a *analysis) where(sl *slicer) string {
+	if a.end < len(a.steps) && a.steps[a.end].CPU >= 0 {
+		return strings.ReplaceAll(funcName(a.path[a.end]), " > ", ">")
+	}
+	at := -1
+	for i, k := range sl.kept {
+		if k.why == whyCriterion && k.expand && i > at {
+			at = i
+		}
+	}
+	if at < 0 {
+		return ""
+	}
+	return strings.ReplaceAll(funcName(a.path[at]), " > ", ">")
 }
 
 // cut drops the kept steps of the lowest-ranked functions (a run of one
@@ -117,7 +151,8 @@ func (a *analysis) layout(sl *slicer, maxRows int) *Explanation {
 	if maxRows > 0 {
 		a.cut(sl, maxRows)
 	}
-	ex := &Explanation{Failure: a.in.Failure, Examined: a.end, Kept: len(sl.kept)}
+	ex := &Explanation{Failure: a.in.Failure, Examined: a.end, Kept: len(sl.kept), From: sl.window, To: a.end}
+	ex.Where = a.where(sl)
 	keep := map[int]bool{}
 	segFirst := map[int32]int{} // kept segment -> its first and last kept step
 	segLast := map[int32]int{}

@@ -33,6 +33,12 @@ func writeFileAtomic(path string, write func(w io.Writer) error) error {
 		return err
 	}
 	tmp := f.Name()
+	// CreateTemp makes the file 0600: give it a plain file's mode.
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
 	bw := bufio.NewWriterSize(f, 1<<16)
 	if err := write(bw); err != nil {
 		f.Close()

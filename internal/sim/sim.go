@@ -190,9 +190,13 @@ type Run struct {
 	// ExplanationOf says which run Explanation explains when it is not
 	// this one ("its deterministic reproduction X.det.report").
 	ExplanationOf string
-	Jitter        *inject.Jitter  // nil unless Opts.Jitter > 0
-	Stutter       *inject.Stutter // nil unless Opts.Stutter > 0
-	done          chan struct{}   // closed when Execute returns
+	// watch and watched are a watched run's recording, kept by Explain
+	// for WriteSlicePerfetto.
+	watch   *trace.Watch
+	watched []trace.Step
+	Jitter  *inject.Jitter  // nil unless Opts.Jitter > 0
+	Stutter *inject.Stutter // nil unless Opts.Stutter > 0
+	done    chan struct{}   // closed when Execute returns
 }
 
 // Stop asks the run to stop (a signal, an interrupted shrink); Execute

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -53,10 +54,27 @@ func ExplainRun(o Options, sc *workload.Scenario, opt explain.Options) (*explain
 // Explain slices a watched run that failed down to the steps its first
 // violation depends on (explain.Analyze).
 func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *explain.Explanation {
-	in := &explain.Input{Steps: w.Steps(), Path: w.Path, Event: w.Event, Names: r.explainNames(), Failure: failureOf(v)}
+	r.watch, r.watched = w, w.Steps()
+	in := &explain.Input{Steps: r.watched, Path: w.Path, Event: w.Event, Names: r.explainNames(), Failure: failureOf(v)}
 	ex := explain.Analyze(in, opt)
 	ex.Truncated = w.Dropped() > 0
 	return ex
+}
+
+// WriteSlicePerfetto writes the flight-recorder events of an explained
+// run's window (ex.From to the violation) as a Perfetto trace: the
+// stretch of the schedule the explanation's rows come from, every CPU.
+func (r *Run) WriteSlicePerfetto(out io.Writer, ex *explain.Explanation, meta map[string]string) error {
+	if r.watch == nil {
+		return fmt.Errorf("the run was not explained")
+	}
+	var evs []trace.Event
+	for i := ex.From; i <= ex.To && i < len(r.watched); i++ {
+		if e, ok := r.watch.Event(&r.watched[i]); ok {
+			evs = append(evs, *e)
+		}
+	}
+	return trace.WritePerfetto(out, evs, r.Machine.NumCPUs(), r.TaskName, meta)
 }
 
 // ExplainEvents lays out the flight recorder's last events of the tasks

@@ -7,7 +7,6 @@ import (
 	"github.com/proxysim/proxysim/internal/bugs"
 )
 
-
 // TestWatchKeepsTheSchedule: a watched replay takes the unwatched run's
 // schedule, event for event (the same trace hash, the same violation at
 // the same event), which is what lets explain replay a failure at all.
@@ -47,4 +46,3 @@ func TestWatchKeepsTheSchedule(t *testing.T) {
 		}
 	}
 }
-
