@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,12 +64,64 @@ func TestFindingsReproduce(t *testing.T) {
 			if code != exitOK || !strings.Contains(out+errOut, "same violation at the same event") {
 				t.Fatalf("replay: exit %d:\n%s%s", code, out, errOut)
 			}
+			checkExplanation(t, f.bug, report)
 			code, _, errOut = runCLI(t, args...)
 			if code != exitOK {
 				t.Fatalf("fixed form: exit %d, want 0:\n%s", code, tail(errOut, 2000))
 			}
 		})
 	}
+}
+
+// rewriteExplained regenerates the findings' explanations:
+// go test ./cmd/proxysim -run FindingsReproduce -rewrite-explained
+var rewriteExplained = flag.Bool("rewrite-explained", false, "rewrite testdata/findings/*.explain.txt instead of checking them")
+
+// checkExplanation holds a finding's explanation fixed: proxysim explain
+// of its reproducer's report must print testdata/findings/BUG.explain.txt
+// (the interleaving docs/findings.md shows). A changed model shows up as
+// a changed diagram, in review; rewrite with -rewrite-explained.
+func checkExplanation(t *testing.T, bug, report string) {
+	t.Helper()
+	code, out, errOut := runCLI(t, "explain", report, "--width", "100")
+	if code != exitOK {
+		t.Fatalf("explain: exit %d:\n%s%s", code, out, errOut)
+	}
+	golden := filepath.Join("..", "..", "testdata", "findings", bug+".explain.txt")
+	if *rewriteExplained {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (write it with -rewrite-explained)", err)
+	}
+	if out != string(want) {
+		t.Errorf("proxysim explain of %s's reproducer differs from %s (rewrite with -rewrite-explained if the model changed on purpose):\n%s", bug, golden, diffLines(string(want), out))
+	}
+}
+
+// diffLines shows the first lines where want and got differ.
+func diffLines(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < max(len(w), len(g)) && shown < 12; i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d:\n  want %q\n  got  %q\n", i+1, wl, gl)
+			shown++
+		}
+	}
+	return b.String()
 }
 
 func tail(s string, n int) string {
