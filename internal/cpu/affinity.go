@@ -47,6 +47,7 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 		return
 	}
 	p.CPUsMask = mask
+	p.WatchWrite(trace.FieldMask, int64(p.CPUsMask[0]))
 	p.NrCPUsAllowed = mask.Weight()
 	p.PublishMask()
 	c.Emit(trace.EvAffinity, int32(p.ID), int32(mask.Next(0)), int32(p.NrCPUsAllowed), 0)

@@ -262,6 +262,30 @@ func funcName(path string) string {
 	return strings.Join(parts, " > ")
 }
 
+// cpuList renders a mask's bits as a CPU list ("0-3,6").
+func cpuList(m uint64) string {
+	var parts []string
+	for c := 0; c < 64; c++ {
+		if m&(1<<c) == 0 {
+			continue
+		}
+		e := c
+		for e+1 < 64 && m&(1<<(e+1)) != 0 {
+			e++
+		}
+		if e > c {
+			parts = append(parts, fmt.Sprintf("%d-%d", c, e))
+		} else {
+			parts = append(parts, fmt.Sprint(c))
+		}
+		c = e
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ",")
+}
+
 // maxBefore bounds the state lines shown before the diagram (the latest
 // are kept).
 const maxBefore = 8
@@ -280,6 +304,9 @@ const (
 	classRQ          = 1
 	classWaitLock    = 2
 	classBlockedLock = 3
+	classTimer       = 4
+	classSigLock     = 6
+	classShard       = 7
 )
 
 // aliases gives tasks short names for the columns and keeps a legend.
@@ -362,6 +389,15 @@ func (a *aliases) lockName(l lockID) string {
 		return a.mutex(k) + "->wait_lock"
 	case classBlockedLock:
 		return a.task(k) + "->blocked_lock"
+	case classSigLock:
+		return a.task(k) + "->sighand->siglock"
+	case classTimer:
+		return fmt.Sprintf("cpu%d's hrtimer base", k)
+	case classShard:
+		return fmt.Sprintf("shared_runq shard %d", k)
+	}
+	if int(class) < len(classNames) {
+		return fmt.Sprintf("%s#%d", classNames[class], k)
 	}
 	return fmt.Sprintf("lock%d#%d", class, k)
 }
@@ -399,6 +435,8 @@ func (a *aliases) value(f trace.Field, v int64, n Names) string {
 		return a.mutex(int32(v - 1))
 	case trace.FieldBlockedDonor, trace.FieldSleepingOwner, trace.FieldCurr, trace.FieldDonor:
 		return a.task(int32(v))
+	case trace.FieldMask:
+		return cpuList(uint64(v))
 	case trace.FieldOwner:
 		s := a.task(int32(v & 0xffffffff))
 		flags := v >> 32

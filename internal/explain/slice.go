@@ -1,7 +1,9 @@
 package explain
 
 import (
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/proxysim/proxysim/internal/trace"
@@ -390,7 +392,14 @@ func (sl *slicer) run(criterion []critKey) {
 	// the top-level call of the latest write the invariant rests on.
 	anchor := -1
 	if inline {
+		// ...or before the call that wrote what the check read, if that
+		// came earlier (within reach).
 		anchor = int(a.topStart[a.top[a.end]])
+		for _, r := range a.decisionReads(a.end) {
+			if w := lastBefore(a.writes[keyOf(&a.steps[r])], r); w >= 0 && a.end-w <= maxReach {
+				anchor = min(anchor, int(a.topStart[a.top[w]]))
+			}
+		}
 	} else {
 		for _, c := range criterion {
 			if w := lastBefore(a.writes[c.key], a.end); w >= 0 && !c.leaf {
@@ -402,6 +411,13 @@ func (sl *slicer) run(criterion []critKey) {
 		anchor = a.end
 	}
 	sl.window = max(anchor-windowLead, 0)
+	if w := a.reverseNesting(); w >= 0 {
+		// lock-order: the acquisition that set up the order the failing
+		// one inverts.
+		sl.window = min(sl.window, max(int(a.topStart[a.top[w]])-windowLead, 0))
+		sl.keep(w, 0, false, whyCriterion, 3)
+		sl.decisions(w, 0, 3)
+	}
 	if inline {
 		// What the check read before it fired is what it found wrong;
 		// the last writes of the fields the invariant names are the
@@ -448,7 +464,7 @@ func (sl *slicer) run(criterion []critKey) {
 			if stale >= 0 && (a.steps[stale].CPU == s.CPU || stale >= int(a.topEnd[a.top[i]])) {
 				stale = -1
 			}
-			if w := lastBefore(a.writes[k], i); w >= 0 && a.top[w] != a.top[i] {
+			if w := lastBefore(a.writes[k], i); w >= 0 && (a.top[w] != a.top[i] || d == 0) {
 				fp := 1 // context
 				switch {
 				case stale >= 0:
@@ -470,7 +486,21 @@ func (sl *slicer) run(criterion []critKey) {
 // locks of, made by it or by its callers before the call (not inside
 // calls that returned), within a bounded scan.
 func (sl *slicer) decisions(i, d, prio int) {
-	a := sl.a
+	for _, j := range sl.a.decisionReads(i) {
+		sl.keep(j, d, true, whyDecision, prio)
+	}
+}
+
+// maxReach bounds, in steps, how far before the violation a write the
+// check read can move the window's start.
+const maxReach = 200_000
+
+// decisionReads returns the reads the function of step i (a write, or an
+// inline check) decided on: the last read of each field of the objects
+// it writes or holds the locks of, made by it or by its callers before
+// the call (not inside calls that returned), within a bounded scan.
+func (a *analysis) decisionReads(i int) []int {
+	var out []int
 	s := &a.steps[i]
 	objs := a.decisionObjects(i)
 	if s.Kind == trace.StepCheck || s.Kind == trace.StepEvent {
@@ -501,8 +531,56 @@ func (sl *slicer) decisions(i, d, prio int) {
 			continue
 		}
 		seen[rk] = true
-		sl.keep(j, d, true, whyDecision, prio)
+		out = append(out, j)
 	}
+	return out
+}
+
+var lockOrderRE = regexp.MustCompile(`takes ([a-z_>-]+)#(\d+) while holding ([a-z_>-]+)#(\d+)`)
+
+// reverseNesting, for a lock-order violation ("takes A#x while holding
+// B#y"), returns the last earlier step where a CPU took B#y while holding
+// A#x: the order the failing acquisition inverts (-1 if none).
+func (a *analysis) reverseNesting() int {
+	f := a.in.Failure
+	if f.Name != "lock-order" {
+		return -1
+	}
+	m := lockOrderRE.FindStringSubmatch(f.Message)
+	if m == nil {
+		return -1
+	}
+	ca, cb := classOf(m[1]), classOf(m[3])
+	ka, _ := strconv.Atoi(m[2])
+	kb, _ := strconv.Atoi(m[4])
+	if ca < 0 || cb < 0 {
+		return -1
+	}
+	held := lockID{uint8(ca), int32(ka)}
+	for i := a.end - 1; i >= 0; i-- {
+		s := &a.steps[i]
+		if s.Kind != trace.StepLock || s.Class != uint8(cb) || s.ID != int32(kb) {
+			continue
+		}
+		for _, l := range a.heldSets[a.held[i]] {
+			if l == held {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// classNames are the lock classes by number (internal/spinlock's).
+var classNames = []string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other", "siglock", "shared_runq->lock"}
+
+func classOf(name string) int {
+	for i, n := range classNames {
+		if n == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // critKey is a field the invariant looked at; leaf: its last write is
@@ -640,7 +718,7 @@ var criteria = map[string]crit{
 	"one-queue": {task: []trace.Field{trace.FieldOnRQ, trace.FieldCPU, trace.FieldDelayed},
 		others: []trace.Field{trace.FieldOnRQ}, queue: true},
 	"affinity":         {task: []trace.Field{trace.FieldCPU, trace.FieldOnCPU}, rq: []trace.Field{trace.FieldCurr}},
-	"wake-cpu":         {task: []trace.Field{trace.FieldWakeCPU, trace.FieldCPU, trace.FieldIsBlocked}},
+	"wake-cpu":         {task: []trace.Field{trace.FieldWakeCPU, trace.FieldCPU, trace.FieldIsBlocked, trace.FieldMask}},
 	"migrate-disabled": {task: []trace.Field{trace.FieldCPU}},
 	"running-not-blocked": {task: []trace.Field{trace.FieldState, trace.FieldIsBlocked},
 		rq: []trace.Field{trace.FieldCurr}},
