@@ -449,34 +449,16 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 	})
 	var finished atomic.Int64
 	start := time.Now()
-	stopProg := make(chan struct{})
-	var progWG sync.WaitGroup
-	if !f.quiet && isTerminal(stderr) && len(todo) > 0 {
-		progWG.Add(1)
-		go func() {
-			defer progWG.Done()
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			line := func() {
-				n := finished.Load()
-				el := time.Since(start)
-				eta := ""
-				if n > 0 {
-					eta = fmt.Sprintf(", about %v left", (el / time.Duration(n) * time.Duration(int64(len(todo))-n)).Round(time.Second))
-				}
-				fmt.Fprintf(stderr, "\rproxysim ab: %d of %d runs (%d resumed from the file), wall %v%s\x1b[K", int64(resumed)+n, len(spec.Jobs()), resumed, el.Round(time.Second), eta)
-			}
-			for {
-				select {
-				case <-stopProg:
-					fmt.Fprint(stderr, "\r\x1b[K")
-					return
-				case <-t.C:
-					line()
-				}
-			}
-		}()
-	}
+	prog := startProgress(stderr, progressOn(f.quiet, stderr) && len(todo) > 0, func() string {
+		n := finished.Load()
+		el := time.Since(start)
+		eta := ""
+		if n > 0 {
+			eta = fmt.Sprintf(", about %v left", (el / time.Duration(n) * time.Duration(int64(len(todo))-n)).Round(time.Second))
+		}
+		return fmt.Sprintf("proxysim ab: %d of %d runs (%d resumed from the file), wall %v%s", int64(resumed)+n, len(spec.Jobs()), resumed, el.Round(time.Second), eta)
+	})
+	defer prog.stop()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.jobs)
 	for _, j := range todo {
@@ -535,8 +517,7 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 		})
 	}
 	err := g.Wait()
-	close(stopProg)
-	progWG.Wait()
+	prog.stop()
 	sort.SliceStable(file.Results, func(a, b int) bool {
 		x, y := file.Results[a], file.Results[b]
 		if x.Case != y.Case {

@@ -48,7 +48,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer log.Sync()
-	return runOnce(&mf, "run", args, stdout, stderr, log, !*quiet && isTerminal(stderr))
+	return runOnce(&mf, "run", args, stdout, stderr, log, progressOn(*quiet, stderr))
 }
 
 // runOnce builds, runs and reports one simulation.
@@ -60,10 +60,11 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 	cmdline := reproduce(verb, args, mf)
 	in := watchInterrupts(stderr, "the run")
 	defer in.close()
-	prog := startProgress(stderr, showProgress, mf.o.SimTime)
+	rp := &runProgress{start: time.Now(), simTime: mf.o.SimTime}
+	prog := startProgress(stderr, showProgress, rp.line)
 	defer prog.stop()
 	o := mf.o
-	o.OnSetup = prog.onSetup
+	o.OnSetup = rp.onSetup
 	r, err := sim.Build(o, sc)
 	if err != nil {
 		return 0, usageError{err.Error()}
@@ -86,12 +87,11 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 	defer stopMetrics()
 	prog.clear()
 	in.setStop(func() { r.Stop("signal: " + in.signal().String()) })
-	prog.running(r)
+	rp.running(r)
 	restore := serialProcs(o)
 	s := r.Execute()
 	restore()
 	prog.stop()
-	prog = nil
 	code := exitOK
 	if s.Failed() {
 		code = exitViolation
