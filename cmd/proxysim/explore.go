@@ -181,7 +181,11 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	}); err != nil {
 		return exitInternal, fmt.Errorf("cannot write the report: %v", err)
 	}
-	fmt.Fprintf(stdout, "violation at seed %d: %s\nreport: %s\nreplay: proxysim replay %s\n", failedSeed, failedSum.Violations[0], path, path)
+	fmt.Fprintf(stdout, "violation at seed %d: %s\n", failedSeed, failedSum.Violations[0])
+	if failedSum.KnownDefect != "" {
+		fmt.Fprintf(stdout, "%s\n", failedSum.KnownDefect)
+	}
+	fmt.Fprintf(stdout, "report: %s\nreplay: proxysim replay %s\n", path, path)
 	return exitViolation, nil
 }
 

@@ -171,12 +171,13 @@ func setSchedFeature(o *sim.Options, n string) error {
 	return nil
 }
 
-// srqHooksFlag is --shared-runq-hooks: v2, v3 or v4.
+// srqHooksFlag is --shared-runq-hooks: v2, v3 or v4 (0: the model's
+// default, cpu.DefaultSRQHooks).
 type srqHooksFlag struct{ v *int }
 
 func (f srqHooksFlag) String() string {
 	if f.v == nil || *f.v == 0 {
-		return "v3"
+		return fmt.Sprintf("v%d", cpu.DefaultSRQHooks)
 	}
 	return fmt.Sprintf("v%d", *f.v)
 }
@@ -313,7 +314,7 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.Var(coreSchedFlag{&mf.o.CoreSched}, "core-sched", "core scheduling on SMT siblings: --core-sched (the merged 5.14 core-wide pick, the reference's proxy hooks), --core-sched=v3 (RFC v3's pick_task), =off (default); untagged workloads get cookies by group")
 	fs.Var(schedFeatures{&mf.o}, "sched-features", "sched features by the kernel's names, comma-separated, NO_ to clear (as /sys/kernel/debug/sched/features): PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE, RUN_TO_PARITY, PREEMPT_SHORT, DELAY_DEQUEUE, DELAY_ZERO (EEVDF; all on by default, as in the kernel), CORESCHED_STALL_FIX (default on; read by --core-sched=v3); SHARED_RUNQ (default off: David Vernet's shared per-LLC runqueue; NO_SHARED_RUNQ builds it with the feature clear)")
 	fs.IntVar(&mf.o.SRQShardSize, "shared-runq-shard-size", cpu.DefaultSRQShardSize, "SHARED_RUNQ: CPUs per shard of an LLC's shared runqueue (SHARED_RUNQ_SHARD_SZ, v3: 6)")
-	fs.Var(srqHooksFlag{&mf.o.SRQHooks}, "shared-runq-hooks", "SHARED_RUNQ hook placement: v2 (push on wakeup, remove when picked), v3 (__enqueue_entity / __dequeue_entity, pull first in newidle), v4 (v3's plus v4's rechecks, rd->overload and ttwu_pending tests, <= LLC domains skipped)")
+	fs.Var(srqHooksFlag{&mf.o.SRQHooks}, "shared-runq-hooks", "SHARED_RUNQ hook placement: v2 (push on wakeup, remove when picked), v3 (__enqueue_entity / __dequeue_entity, pull first in newidle), v4 (v3's plus v4's rechecks, rd->overload and ttwu_pending tests, <= LLC domains skipped). v2 and v3 keep their known defect, a pull with no is_cpu_allowed recheck (a violation it causes says so)")
 	fs.Var(srqBailoutsFlag{&mf.o.SRQBailouts}, "shared-runq-bailouts", "SHARED_RUNQ bailouts of Prateek's diff, comma-separated: overload, avg-idle, shard-overload, ttwu-pending, discard-head, charge-cost, skip-llc (or none, all)")
 	fs.DurationVar(&mf.o.NewidleCost, "newidle-cost", def.NewidleCost, "virtual time newidle balancing costs the CPU per domain balanced (sched_balance_rq) and per shared_runq lock taken; with --newidle-cpu-cost and --newidle-task-cost (all 0: free)")
 	fs.DurationVar(&mf.o.NewidleCPUCost, "newidle-cpu-cost", def.NewidleCPUCost, "virtual time newidle balancing costs per CPU of a domain's span whose runqueue it reads (find_busiest_group)")

@@ -107,6 +107,9 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 		} else {
 			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], path)
 		}
+		if s.KnownDefect != "" {
+			fmt.Fprintf(stderr, "proxysim: %s\n", s.KnownDefect)
+		}
 		printReport(stderr, mf, r, s, cmdline)
 	} else if mf.report != "" {
 		// a clean run leaves no failure report: take the preamble back

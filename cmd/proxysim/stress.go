@@ -334,6 +334,9 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		} else {
 			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], mf.report)
 		}
+		if s.KnownDefect != "" {
+			fmt.Fprintf(stderr, "proxysim: %s\n", s.KnownDefect)
+		}
 		printReport(stderr, mf, r, s, cmdline)
 		if !mf.o.Deterministic && sf.retryDet > 0 {
 			retryDeterministic(args, mf, s.Violations[0].Name, sf.retryDet, stderr, log)
