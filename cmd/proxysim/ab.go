@@ -89,6 +89,35 @@ type abConfig struct {
 	srq   []string
 }
 
+// apply sets the config's level, bugs, features and shared_runq knobs
+// (checked by parseABConfigs) in o.
+func (c abConfig) apply(o *sim.Options) {
+	o.SetProxyLevel(c.level)
+	o.Bugs = c.bugs
+	for _, n := range c.feats {
+		_ = setSchedFeature(o, n)
+	}
+	for _, k := range c.srq {
+		_ = applySRQKnob(o, k)
+	}
+}
+
+// checkNeeds refuses a config whose bugs need what it does not name (an
+// A/B column switches nothing on by itself): sc is the benchmark.
+func (c abConfig) checkNeeds(sc *workload.Scenario) error {
+	o := sim.Defaults()
+	c.apply(&o)
+	note, err := sim.EnableBugNeeds(&o, sc, sim.NeedsOff{})
+	if err != nil {
+		return fmt.Errorf("config %q: %v", c.name, err)
+	}
+	if note != "" {
+		return fmt.Errorf("config %q: %s (a config switches on only what it names: add a feature, e.g. +SHARED_RUNQ, or use proxysim stress)",
+			c.name, strings.Replace(note, ": switched on what it needs: ", " needs ", 1))
+	}
+	return nil
+}
+
 func parseABConfigs(s string) ([]abConfig, error) {
 	var out []abConfig
 	seen := map[string]bool{}
@@ -317,6 +346,15 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 	if err != nil {
 		return fail("--configs: %v", err)
 	}
+	bench, err := workload.Benchmark(withParam(f.workload, primary, cases[0]))
+	if err != nil {
+		return fail("--cases: %v", err)
+	}
+	for _, c := range cfgs {
+		if err := c.checkNeeds(bench); err != nil {
+			return fail("--configs: %v", err)
+		}
+	}
 	if err := sim.CheckNewidleCosts(f.newidleCost, f.newidleCPUCost, f.newidleTaskCost); err != nil {
 		return fail("%v", err)
 	}
@@ -475,18 +513,11 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 			o.CPUs, o.Topology, o.SimTime, o.Seed = spec.CPUs, spec.Topology, time.Duration(spec.SimTimeNs), j.Seed
 			o.Deterministic, o.Strategy = true, spec.Strategy
 			o.AuditEvery = f.auditEvery
-			o.SetProxyLevel(c.level)
-			o.Bugs = c.bugs
+			c.apply(&o)
 			o.NoOptimisticSpin = spec.NoOptimisticSpin
 			o.NewidleCost = time.Duration(spec.NewidleCostNs)
 			o.NewidleCPUCost = time.Duration(spec.NewidleCPUCostNs)
 			o.NewidleTaskCost = time.Duration(spec.NewidleTaskCostNs)
-			for _, n := range c.feats {
-				_ = setSchedFeature(&o, n) // checked by parseABConfigs
-			}
-			for _, k := range c.srq {
-				_ = applySRQKnob(&o, k)
-			}
 			sc, err := workload.Benchmark(o.Workload)
 			if err != nil {
 				return err

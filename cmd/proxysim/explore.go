@@ -26,7 +26,7 @@ failure. Prints a progress line (runs done, runs per second, distinct
 interleavings seen, by trace hash) and, on a failure, writes its report
 and the command that replays it.
 
-Flags:
+` + bugNeedsHelp + `Flags:
 `
 
 func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
@@ -73,6 +73,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer log.Sync()
+	mf.printNeedNote("explore", stderr)
 	sc, err := mf.loadScenario()
 	if err != nil {
 		return 0, err

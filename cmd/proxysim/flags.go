@@ -293,6 +293,11 @@ type machineFlags struct {
 	// simTimeForever: a --sim-time of 0 means "until --duration or a
 	// signal" (stress).
 	simTimeForever bool
+	// deferNeeds: finish leaves applyBugNeeds to the command (stress
+	// calls it once its own defaults are in place).
+	deferNeeds bool
+	// needNote says what applyBugNeeds switched on ("": nothing).
+	needNote string
 }
 
 func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefault string) {
@@ -416,11 +421,30 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	if err := sim.CheckNewidleCosts(mf.o.NewidleCost, mf.o.NewidleCPUCost, mf.o.NewidleTaskCost); err != nil {
 		return usagef("%v", err)
 	}
-	if mf.o.Bugs.Has(bugs.SRQPullsDonor) && mf.o.SharedRunq == "" {
-		mf.o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
+	if !mf.deferNeeds {
+		if err := mf.applyBugNeeds(sim.NeedsOff{}); err != nil {
+			return err
+		}
 	}
-	if mf.o.Bugs.Has(bugs.SRQDrainIRQsOn) {
-		sim.SRQDrainSetup(&mf.o) // the shared runqueue and the toggle that drains it
+	mf.o.Seed = mf.seed.value()
+	return mf.serve.finish(mf)
+}
+
+// applyBugNeeds switches on what the --bug entries need to run
+// (sim.EnableBugNeeds; the line that says so goes to mf.needNote) or refuses the command line, and then checks the
+// SHARED_RUNQ knobs against the features the run ends up with. off says
+// which injectors the command line switched off on purpose.
+func (mf *machineFlags) applyBugNeeds(off sim.NeedsOff) error {
+	if mf.o.Bugs.Needs() != 0 {
+		sc, err := mf.loadScenario()
+		if err != nil {
+			return err
+		}
+		note, err := sim.EnableBugNeeds(&mf.o, sc, off)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		mf.needNote = note
 	}
 	if mf.o.SharedRunq == "" && mf.o.SRQToggleInterval == 0 {
 		for _, n := range []string{"shared-runq-hooks", "shared-runq-bailouts", "shared-runq-shard-size"} {
@@ -429,9 +453,30 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 			}
 		}
 	}
-	mf.o.Seed = mf.seed.value()
-	return mf.serve.finish(mf)
+	return nil
 }
+
+// printNeedNote prints, as the command's first line on stderr, what
+// applyBugNeeds switched on.
+func (mf *machineFlags) printNeedNote(verb string, stderr io.Writer) {
+	if mf.needNote != "" {
+		fmt.Fprintf(stderr, "proxysim %s: %s\n", verb, mf.needNote)
+	}
+}
+
+// bugNeedsHelp is the --help paragraph of the commands that take --bug.
+const bugNeedsHelp = `--bug NAME switches a catalogued bug back on. What an entry needs to run
+at all ('proxysim bugs', column NEEDS) is switched on when it is off by
+default and the command line does not rule it out: core scheduling (the
+5.14 pick, or v3's for coresched-stall), core-scheduling flips, SHARED_RUNQ
+and its drains, CPU hotplug, SIGKILLs; the first line on stderr says what
+was switched on. A need the command line rules out (--core-sched=off,
+another core pick, --shared-runq-hooks v2, NO_SHARED_RUNQ,
+NO_DELAY_DEQUEUE, an injector given 0) or the workload cannot meet (no
+deadline, real-time or ww_mutex tasks) is refused: exit 2, one line naming
+what to add.
+
+`
 
 // forever is the virtual time of a run that ends only at --duration or a
 // signal.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,12 +23,16 @@ proxy-execution series (fixed upstream in the version named) and findings
 restores the kernel's code, the default runs the proposed fix; see
 docs/findings.md).
 
+NEEDS says what an entry's code needs in a run to run at all, by the flag
+(or workload) that provides it; run, stress and explore switch it on or
+refuse the command line (see 'proxysim run --help').
+
 Flags:
 `
 
 func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("bugs", bugsUsage, stderr)
-	asJSON := fs.Bool("json", false, "print JSON (the catalogue: a list of {name, kind, fixed_in, description, number, detector}; with --hunt: the table)")
+	asJSON := fs.Bool("json", false, "print JSON (the catalogue: a list of {name, kind, fixed_in, description, number, detector, needs, needs_flags}; with --hunt: the table)")
 	hunt := fs.Bool("hunt", false, "measure time to detection: run 'proxysim stress --bug NAME' for every bug (or each --only) over --seeds seeds")
 	seeds := fs.Int("seeds", 5, "with --hunt: seeds per bug (--seed, --seed+1, ...)")
 	firstSeed := fs.Uint64("seed", 1, "with --hunt: the first seed")
@@ -70,9 +73,13 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 			enc.SetIndent("", "  ")
 			return exitOK, enc.Encode(bugs.Catalogue)
 		}
-		fmt.Fprintf(stdout, "%-24s %-10s %-13s %s\n", "NAME", "KIND", "FIXED IN", "DESCRIPTION")
+		fmt.Fprintf(stdout, "%-24s %-10s %-53s %-13s %s\n", "NAME", "KIND", "NEEDS", "FIXED IN", "DESCRIPTION")
 		for _, b := range bugs.Catalogue {
-			fmt.Fprintf(stdout, "%-24s %-10s %-13s %s\n", b.Name, b.Kind, b.FixedIn, b.Description)
+			needs := b.Needs().Flags()
+			if needs == "" {
+				needs = "-"
+			}
+			fmt.Fprintf(stdout, "%-24s %-10s %-53s %-13s %s\n", b.Name, b.Kind, needs, b.FixedIn, b.Description)
 		}
 		return exitOK, nil
 	}
@@ -141,12 +148,16 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 		for seed := *firstSeed; seed < *firstSeed+uint64(*seeds); seed++ {
 			o := sf.o
 			o.Seed = seed
-			if len(only) > 0 && slices.Contains(names, "srq-pulls-donor") && o.SharedRunq == "" {
-				// the control of a SHARED_RUNQ hunt runs SHARED_RUNQ too
-				o.SharedRunq = "on"
-			}
-			if len(only) > 0 && slices.Contains(names, "srq-drain-irqs-on") {
-				sim.SRQDrainSetup(&o) // and its toggle
+			if len(only) > 0 {
+				// the control of a hunt by name runs what those entries
+				// need (SHARED_RUNQ, core scheduling, ...), without them
+				o.Bugs, _ = bugs.Parse(only)
+				if sc, err := sim.LoadScenario(o.Workload, o.CPUs, o.Tasks); err == nil {
+					if _, err := sim.EnableBugNeeds(&o, sc, sim.NeedsOff{}); err != nil {
+						return 0, usagef("%v", err)
+					}
+				}
+				o.Bugs = 0
 			}
 			r, err := huntOnce(o, *control)
 			if err != nil {

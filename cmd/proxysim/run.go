@@ -20,7 +20,7 @@ Runs the simulated machine once: --cpus CPU goroutines on real locks, the
 workload's tasks, --sim-time of virtual time, with invariant checks. On a
 violation it writes a failure report (and --trace) and exits 1.
 
-Flags:
+` + bugNeedsHelp + `Flags:
 `
 
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
@@ -48,6 +48,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer log.Sync()
+	mf.printNeedNote("run", stderr)
 	return runOnce(&mf, "run", args, stdout, stderr, log, progressOn(*quiet, stderr))
 }
 

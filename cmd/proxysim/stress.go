@@ -33,7 +33,7 @@ The seed and the command line are written to the report file before the
 run starts, so that a run killed by the race detector
 (go run -race, GORACE=halt_on_error=1) still leaves its reproducer.
 
-Flags:
+` + bugNeedsHelp + `Flags:
 `
 
 type stressFlags struct {
@@ -84,7 +84,7 @@ func stressDefaults() sim.Options {
 
 func (sf *stressFlags) register(fs *flag2) {
 	def := stressDefaults()
-	sf.simTimeForever = true
+	sf.simTimeForever, sf.deferNeeds = true, true
 	sf.machineFlags.register(fs.FlagSet, def, "proxysim-stress-SEED.report")
 	fs.Float64Var(&sf.o.Jitter, "jitter", def.Jitter, "probability of an injected yield or delay at each lock-juggling point (0: off)")
 	fs.DurationVar(&sf.o.JitterDelay, "jitter-delay", def.JitterDelay, "longest injected busy delay (real time)")
@@ -209,13 +209,24 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 			return usagef("--%s %v out of range %s", r.name, r.v, r.rng)
 		}
 	}
-	if sf.machineFlags.set["hotplug-interval"] {
+	set := sf.machineFlags.set
+	if set["hotplug-interval"] {
 		sf.o.HotplugIsDefault = false
 	}
-	if on := sf.o.CoreSched != "" && sf.o.CoreSched != "off"; on && !sf.machineFlags.set["core-sched-toggle-interval"] {
+	// What --bug entries need, before the defaults that follow from
+	// core scheduling: a switched-on --core-sched is stress's --core-sched.
+	if err := sf.applyBugNeeds(sim.NeedsOff{
+		Hotplug:    set["hotplug-interval"] && sf.o.HotplugInterval == 0,
+		CoreFlips:  set["core-sched-toggle-interval"] && sf.o.CoreToggleInterval == 0,
+		TaskExits:  set["signal-rate"] && sf.o.SignalRate == 0 || set["signal-fatal"] && sf.o.SignalFatal == 0,
+		SRQToggles: set["srq-toggle-interval"] && sf.o.SRQToggleInterval == 0,
+	}); err != nil {
+		return err
+	}
+	if on := sf.o.CoreSched != "" && sf.o.CoreSched != "off"; on && !set["core-sched-toggle-interval"] {
 		// Stress takes every core-scheduling path by default, the
 		// run-time flip (sched_core_get/put's __sched_core_flip) too.
-		sf.o.CoreToggleInterval = stressCoreToggle
+		sf.o.CoreToggleInterval = sim.DefaultCoreToggleInterval
 	}
 	if sf.o.HotplugMaxOffline < 0 {
 		return usagef("--hotplug-max-offline %d: want 0 (one in 32 of the CPUs) or a number of CPUs", sf.o.HotplugMaxOffline)
@@ -236,10 +247,6 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	}
 	return nil
 }
-
-// stressCoreToggle is stress's default interval between core-scheduling
-// flips under --core-sched.
-const stressCoreToggle = 20 * time.Millisecond
 
 func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := &flag2{newFlagSet("stress", stressUsage, stderr)}
@@ -267,6 +274,7 @@ func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
 	if sf.report == "" {
 		sf.report = fmt.Sprintf("proxysim-stress-%d.report", sf.o.Seed)
 	}
+	sf.printNeedNote("stress", stderr)
 	return runStress(&sf, args, stdout, stderr, log)
 }
 
