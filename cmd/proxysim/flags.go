@@ -281,6 +281,7 @@ type machineFlags struct {
 	bugNames []string
 	seed     seedFlag
 	json     bool
+	quiet    bool
 	report   string
 	trace    string
 	// cpuprofile is --cpuprofile: a pprof CPU profile of the whole command.
@@ -302,18 +303,21 @@ type machineFlags struct {
 
 func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefault string) {
 	mf.o = def
-	fs.IntVar(&mf.o.CPUs, "cpus", def.CPUs, "number of simulated CPUs (1-1024)")
+	mf.logs.level = "info"
+	mf.common().register(fs, map[string]string{
+		"seed":     "printed before the run; random when absent",
+		"workload": "built-in: mixed, locktorture, pi, stress, wwtorture, coresched; a benchmark with parameters: hackbench, tbench, netperf, schbench, e.g. hackbench:groups=4,loops=10 (see 'proxysim ab --help'); or a scenario file (JSON)",
+		"json":     "the summary, one object",
+		"report":   "default " + reportDefault,
+	})
 	fs.StringVar(&mf.o.Topology, "topology", "", "machine shape SOCKETSs-LLCSllc-CORESc-THREADSt, counts per parent, e.g. 2s-8llc-8c-2t (256 CPUs, the default for 256); sets --cpus when --cpus is not given")
 	fs.IntVar(&mf.o.Tasks, "tasks", def.Tasks, "tasks of a built-in workload (0: the workload's default, about 2 per CPU)")
-	fs.StringVar(&mf.o.Workload, "workload", def.Workload, "built-in workload (mixed, locktorture, pi, stress), a benchmark with parameters (hackbench, tbench, netperf, schbench; e.g. hackbench:groups=4,loops=10; see 'proxysim ab --help'), or a scenario file (JSON)")
 	if mf.simTimeForever {
 		fs.DurationVar(&mf.o.SimTime, "sim-time", 0, "virtual time to simulate (0: until --duration or a signal)")
 	} else {
 		fs.DurationVar(&mf.o.SimTime, "sim-time", def.SimTime, "virtual time to simulate")
 	}
 	fs.DurationVar(&mf.o.Duration, "duration", def.Duration, "wall-clock cap (0: none); the run stops cleanly when it passes")
-	fs.Var(&mf.seed, "seed", "random seed (printed before the run; random when absent)")
-	fs.BoolVar(&mf.json, "json", false, "print the summary as one JSON object on stdout")
 	fs.Var(proxyLevel{&mf.o}, "proxy-exec", "proxy execution off|single-rq|full (on = full): off is the sched_proxy_exec boot argument off, single-rq upstream's same-runqueue proxying (proxy_deactivate otherwise), full the whole series")
 	fs.Var(onOff{&mf.o.SleepingOwners}, "sleeping-owners", "full-series sleeping-owner parking on|off (off: proxy_deactivate)")
 	fs.Var(coreSchedFlag{&mf.o.CoreSched}, "core-sched", "core scheduling on SMT siblings: --core-sched (the merged 5.14 core-wide pick, the reference's proxy hooks), --core-sched=v3 (RFC v3's pick_task), =off (default); untagged workloads get cookies by group")
@@ -332,7 +336,6 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.IntVar(&mf.o.RingSize, "ring-size", def.RingSize, "flight-recorder events kept per CPU")
 	fs.DurationVar(&mf.o.HangTimeout, "hang-timeout", def.HangTimeout, "real time without progress before the watchdog reports a hang (concurrent mode only: deterministic mode counts conductor turns)")
 	fs.DurationVar(&mf.o.WakingBound, "waking-bound", def.WakingBound, "virtual time a woken donor (blocked_on cleared, still queued with is_blocked) may wait to be run, returned or deactivated (0: no bound)")
-	fs.StringVar(&mf.report, "report", "", "failure report file, written only when the run fails (default "+reportDefault+")")
 	fs.StringVar(&mf.trace, "trace", "", "write the last events as Chrome/Perfetto trace-event JSON to this file")
 	fs.StringVar(&mf.cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the command to this file (go tool pprof FILE)")
 	fs.IntVar(&mf.events, "report-events", 400, "events of all CPUs to include in a failure report")
@@ -344,6 +347,12 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.StringVar(&mf.o.Strategy, "strategy", def.Strategy, "deterministic strategy: time (smallest virtual clock first), random, or pct:D (with --deterministic)")
 	mf.serve.register(fs)
 	mf.logs.register(fs)
+}
+
+// common points the common flags at mf's storage.
+func (mf *machineFlags) common() commonFlags {
+	return commonFlags{seed: &mf.seed, cpus: &mf.o.CPUs, workload: &mf.o.Workload, quiet: &mf.quiet, json: &mf.json,
+		logLevel: &mf.logs.level, report: &mf.report}
 }
 
 // finish validates the flags after parsing.
@@ -514,11 +523,12 @@ func (mf *machineFlags) loadScenario() (*workload.Scenario, error) {
 	return sc, nil
 }
 
-func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+// newFlagSet is a command's flag set: errors are returned (parse turns
+// them into one line and exit 2), nothing is printed by the flag package.
+func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	_ = usage
 	return fs
 }
 

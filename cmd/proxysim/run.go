@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,12 +24,17 @@ violation it writes a failure report (and --trace) and exits 1.
 ` + bugNeedsHelp + `Flags:
 `
 
-func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("run", runUsage, stderr)
-	var mf machineFlags
+// newRunFlags is run's flag set.
+func newRunFlags() (*flag.FlagSet, *machineFlags) {
+	fs := newFlagSet("run")
+	mf := &machineFlags{}
 	mf.register(fs, sim.Defaults(), "proxysim-report-SEED.txt")
-	quiet := fs.Bool("quiet", false, "no progress line (shown only when stderr is a terminal anyway)")
 	fs.BoolVar(&mf.o.KeepGoing, "keep-going", false, "record violations and run on to --sim-time (to measure a workload under a known pathology, e.g. the v3 stall); the report and exit 1 still come at the end")
+	return fs, mf
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
+	fs, mf := newRunFlags()
 	if err := parse(fs, args, runUsage, stdout); err != nil {
 		return 0, err
 	}
@@ -49,7 +55,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	defer log.Sync()
 	mf.printNeedNote("run", stderr)
-	return runOnce(&mf, "run", args, stdout, stderr, log, progressOn(*quiet, stderr))
+	return runOnce(mf, "run", args, stdout, stderr, log, progressOn(mf.quiet, stderr))
 }
 
 // runOnce builds, runs and reports one simulation.
@@ -174,8 +180,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func writeJSON(w io.Writer, s *sim.Summary) error {
-	return json.NewEncoder(w).Encode(s)
+// writeJSON prints v (a command's result, --json) as one JSON object.
+func writeJSON(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
 }
 
 // writeTrace writes --trace; a failure is one line on stderr (the path

@@ -248,14 +248,20 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	return nil
 }
 
-func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := &flag2{newFlagSet("stress", stressUsage, stderr)}
-	var sf stressFlags
+// newStressFlags is stress's flag set.
+func newStressFlags() (*flag.FlagSet, *stressFlags) {
+	fs := &flag2{newFlagSet("stress")}
+	sf := &stressFlags{}
 	sf.register(fs)
-	if err := parse(fs.FlagSet, args, stressUsage, stdout); err != nil {
+	return fs.FlagSet, sf
+}
+
+func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
+	fs, sf := newStressFlags()
+	if err := parse(fs, args, stressUsage, stdout); err != nil {
 		return 0, err
 	}
-	if err := sf.finish(fs.FlagSet); err != nil {
+	if err := sf.finish(fs); err != nil {
 		return 0, err
 	}
 	if err := sf.checkOutputs(); err != nil {
@@ -275,7 +281,7 @@ func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
 		sf.report = fmt.Sprintf("proxysim-stress-%d.report", sf.o.Seed)
 	}
 	sf.printNeedNote("stress", stderr)
-	return runStress(&sf, args, stdout, stderr, log)
+	return runStress(sf, args, stdout, stderr, log)
 }
 
 // flag2 wraps a FlagSet (room for shared registration helpers).
@@ -318,7 +324,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		return 0, err
 	}
 	sf.start = time.Now()
-	if sf.statInterval > 0 {
+	if sf.statInterval > 0 && !mf.quiet {
 		go statLoop(r, sf, log, done)
 	}
 	restore := serialProcs(mf.o)
