@@ -39,7 +39,9 @@ func runChild(t *testing.T, dir string, stdout, stderr outKind, args ...string) 
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	// A race build's child would sleep a second at exit (GORACE's
+	// atexit_sleep_ms): not here.
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	var read []func() string
 	for i, k := range []outKind{stdout, stderr} {
 		var w *os.File
@@ -118,23 +120,31 @@ func TestExitCodeWhateverTheOutputs(t *testing.T) {
 		{"bad-flag", []string{"run", "--no-such-flag"}, exitUsage},
 	}
 	kinds := []outKind{outFile, outPipe, outDevNull}
+	var every [][2]outKind // every pair, for run: the command with a progress display
+	for _, so := range kinds {
+		for _, se := range kinds {
+			every = append(every, [2]outKind{so, se})
+		}
+	}
+	// each kind on each side once, for the others
+	some := [][2]outKind{{outFile, outPipe}, {outPipe, outDevNull}, {outDevNull, outFile}}
 	for _, c := range cases {
-		for _, so := range kinds {
-			for _, se := range kinds {
-				if testing.Short() && so != se && so != outFile {
-					continue // -short: each kind on each side, not every pair
-				}
-				code, out, errs := runChild(t, dir, so, se, c.args...)
-				what := fmt.Sprintf("%s >%s 2>%s", c.name, so, se)
-				if code != c.want {
-					t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", what, code, c.want, tail(out, 500), tail(errs, 1500))
-				}
-				if strings.Contains(errs, "panic") || strings.Contains(errs, "goroutine ") {
-					t.Errorf("%s: stack trace on stderr:\n%s", what, tail(errs, 1500))
-				}
-				if strings.ContainsAny(errs, "\r\x1b") {
-					t.Errorf("%s: terminal control on a stderr that is no terminal: %q", what, tail(errs, 300))
-				}
+		pairs := some
+		if c.name == "run" {
+			pairs = every
+		}
+		for _, p := range pairs {
+			so, se := p[0], p[1]
+			code, out, errs := runChild(t, dir, so, se, c.args...)
+			what := fmt.Sprintf("%s >%s 2>%s", c.name, so, se)
+			if code != c.want {
+				t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", what, code, c.want, tail(out, 500), tail(errs, 1500))
+			}
+			if strings.Contains(errs, "panic") || strings.Contains(errs, "goroutine ") {
+				t.Errorf("%s: stack trace on stderr:\n%s", what, tail(errs, 1500))
+			}
+			if strings.ContainsAny(errs, "\r\x1b") {
+				t.Errorf("%s: terminal control on a stderr that is no terminal: %q", what, tail(errs, 300))
 			}
 		}
 	}
