@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,24 +33,33 @@ report, 3 internal error.
 Flags:
 `
 
+// explainFlags are explain's flags.
+type explainFlags struct {
+	json, markdown        bool
+	width, maxRows, steps int
+}
+
+// common points the common flags at f's storage.
+func (f *explainFlags) common() commonFlags { return commonFlags{json: &f.json} }
+
+// newExplainFlags is explain's flag set.
+func newExplainFlags() (*flag.FlagSet, *explainFlags) {
+	fs := newFlagSet("explain")
+	f := &explainFlags{}
+	f.common().register(fs, map[string]string{"json": "the rows, the CPUs, the counts and the plain text"})
+	fs.IntVar(&f.width, "width", 100, "columns of the plain-text diagram (a mail: 80 or 100)")
+	fs.BoolVar(&f.markdown, "markdown", false, "write Markdown (a table, a column per CPU) instead of plain text")
+	fs.IntVar(&f.maxRows, "max-rows", 30, "cut the slice (nearest steps kept) until it fits this many rows (0: no limit)")
+	fs.IntVar(&f.steps, "steps", 0, "print the last N watched steps of the replay instead of the diagram")
+	return fs, f
+}
+
 func cmdExplain(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("explain", explainUsage, stderr)
-	width := fs.Int("width", 100, "columns of the plain-text diagram (a mail: 80 or 100)")
-	markdown := fs.Bool("markdown", false, "write Markdown (a table, a column per CPU) instead of plain text")
-	asJSON := fs.Bool("json", false, "write JSON: the rows, the CPUs, the counts and the plain text")
-	maxRows := fs.Int("max-rows", 30, "cut the slice (nearest steps kept) until it fits this many rows (0: no limit)")
-	steps := fs.Int("steps", 0, "print the last N watched steps of the replay instead of the diagram")
-	var path string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		path, args = args[0], args[1:]
-	}
-	if err := parse(fs, args, explainUsage, stdout); err != nil {
+	fs, ef := newExplainFlags()
+	width, markdown, asJSON, maxRows, steps := &ef.width, &ef.markdown, &ef.json, &ef.maxRows, &ef.steps
+	path, err := reportArg(fs, args, explainUsage, stdout)
+	if err != nil {
 		return 0, err
-	}
-	if path == "" && fs.NArg() == 1 {
-		path = fs.Arg(0)
-	} else if fs.NArg() > 0 || path == "" {
-		return 0, usagef("want exactly one report file")
 	}
 	if *width < 40 || *width > 1000 {
 		return 0, usagef("--width %d out of range 40-1000", *width)

@@ -32,7 +32,8 @@ var findings = []struct {
 	// F6 (SHARED_RUNQ): the fixed form runs the shared runqueue too.
 	// F6-F8 were shrunk before stress sent signals and spurious wake-ups
 	// by default: their reproducers switch those injectors off.
-	{"srq-pulls-donor", "238", "no-stale-rq-ref", append([]string{"--sched-features", "SHARED_RUNQ"}, quietInjectors...)},
+	// F6 was shrunk with the v3 hooks.
+	{"srq-pulls-donor", "238", "no-stale-rq-ref", append([]string{"--sched-features", "SHARED_RUNQ", "--shared-runq-hooks", "v3"}, quietInjectors...)},
 	// F7 and F8 need core scheduling switched off and on at run time.
 	{"core-flip-repick", "19", "rq-lock-identity", append([]string{"--core-sched", "--core-sched-toggle-interval", "2ms"}, quietInjectors...)},
 	{"core-flip-stale-pick", "1", "single-run", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"regexp"
@@ -26,24 +27,39 @@ Flags:
 
 var violationTime = regexp.MustCompile(`\[event #\d+, t=([0-9.]+(?:ns|us|ms|s))\]`)
 
+// shrinkFlags are shrink's flags.
+type shrinkFlags struct {
+	out                      string
+	quiet, json              bool
+	maxTries, seeds, workers int
+}
+
+// common points the common flags at f's storage.
+func (f *shrinkFlags) common() commonFlags {
+	return commonFlags{quiet: &f.quiet, json: &f.json, out: &f.out}
+}
+
+// newShrinkFlags is shrink's flag set.
+func newShrinkFlags() (*flag.FlagSet, *shrinkFlags) {
+	fs := newFlagSet("shrink")
+	f := &shrinkFlags{}
+	f.common().register(fs, map[string]string{
+		"out":   "the shrunk scenario; default REPORT.min.json",
+		"quiet": "the line per change kept",
+		"json":  "sizes before and after, the file, the command that runs it",
+	})
+	fs.IntVar(&f.maxTries, "max-tries", 400, "most candidate runs to try")
+	fs.IntVar(&f.seeds, "seeds", 4, "seeds each candidate is tried on: the run's own, then the next ones (1: the run's own only)")
+	fs.IntVar(&f.workers, "workers", 0, "seeds of a candidate run at once (0: one per CPU of the host); the result does not depend on it")
+	return fs, f
+}
+
 func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("shrink", shrinkUsage, stderr)
-	out := fs.String("out", "", "where to write the shrunk scenario (default REPORT.min.json)")
-	maxTries := fs.Int("max-tries", 400, "most candidate runs to try")
-	seeds := fs.Int("seeds", 4, "seeds each candidate is tried on: the run's own, then the next ones (1: the run's own only)")
-	workers := fs.Int("workers", 0, "seeds of a candidate run at once (0: one per CPU of the host); the result does not depend on it")
-	// the report path may come before the flags
-	var path string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		path, args = args[0], args[1:]
-	}
-	if err := parse(fs, args, shrinkUsage, stdout); err != nil {
+	fs, f := newShrinkFlags()
+	out, maxTries, seeds, workers := &f.out, &f.maxTries, &f.seeds, &f.workers
+	path, err := reportArg(fs, args, shrinkUsage, stdout)
+	if err != nil {
 		return 0, err
-	}
-	if path == "" && fs.NArg() == 1 {
-		path = fs.Arg(0)
-	} else if fs.NArg() > 0 || path == "" {
-		return 0, usagef("want exactly one report file")
 	}
 	if *maxTries < 1 {
 		return 0, usagef("--max-tries must be at least 1")
@@ -87,16 +103,23 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 		cpus = sc.CPUs
 	}
 	before := sim.SizeOf(sc, cpus)
-	fmt.Fprintf(stdout, "shrinking %s (invariant %s)\nbefore: %v\n", path, want[3], before)
+	if !f.json {
+		fmt.Fprintf(stdout, "shrinking %s (invariant %s)\nbefore: %v\n", path, want[3], before)
+	}
 	stop := make(chan struct{})
 	in := watchInterrupts(stderr, "shrinking; keeping the smallest failing scenario so far")
 	defer in.close()
 	in.setStop(func() { close(stop) })
 	res, err := sim.Shrink(mf.o, sc, want[3], sim.ShrinkOptions{MaxTries: *maxTries, Seeds: *seeds, Workers: *workers, Stop: stop,
 		Progress: func(z sim.Size, what string) {
-			fmt.Fprintf(stdout, "  kept: %-32s -> %v\n", what, z)
+			if !f.quiet && !f.json {
+				fmt.Fprintf(stdout, "  kept: %-32s -> %v\n", what, z)
+			}
 		}})
 	if err != nil {
+		if f.json {
+			return exitViolation, writeJSON(stdout, shrinkResult{Report: path, Invariant: want[3], Before: before, Error: err.Error()})
+		}
 		fmt.Fprintf(stdout, "cannot shrink: %v\n", err)
 		return exitViolation, nil
 	}
@@ -115,11 +138,29 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	if res.Interrupted {
 		note = ", interrupted: the smallest failing scenario so far"
 	}
-	fmt.Fprintf(stdout, "after:  %v (%d candidate runs%s)\nwrote %s\nrun it: %s\n", after, tries, note, *out, run)
+	code := exitOK
 	if res.Interrupted {
-		return in.exitCode(), nil
+		code = in.exitCode()
 	}
-	return exitOK, nil
+	if f.json {
+		return code, writeJSON(stdout, shrinkResult{Report: path, Invariant: want[3], Before: before, After: &after, Tries: tries,
+			Interrupted: res.Interrupted, Out: *out, Run: run})
+	}
+	fmt.Fprintf(stdout, "after:  %v (%d candidate runs%s)\nwrote %s\nrun it: %s\n", after, tries, note, *out, run)
+	return code, nil
+}
+
+// shrinkResult is shrink's result (--json prints it).
+type shrinkResult struct {
+	Report      string    `json:"report"`
+	Invariant   string    `json:"invariant"`
+	Before      sim.Size  `json:"before"`
+	After       *sim.Size `json:"after,omitempty"`
+	Tries       int       `json:"tries,omitempty"`
+	Interrupted bool      `json:"interrupted,omitempty"`
+	Out         string    `json:"out,omitempty"`
+	Run         string    `json:"run,omitempty"`
+	Error       string    `json:"error,omitempty"`
 }
 
 // rerunWith is the recorded command with the scenario file in place of

@@ -33,7 +33,7 @@ The seed and the command line are written to the report file before the
 run starts, so that a run killed by the race detector
 (go run -race, GORACE=halt_on_error=1) still leaves its reproducer.
 
-Flags:
+` + bugNeedsHelp + `Flags:
 `
 
 type stressFlags struct {
@@ -85,7 +85,7 @@ func stressDefaults() sim.Options {
 
 func (sf *stressFlags) register(fs *flag2) {
 	def := stressDefaults()
-	sf.simTimeForever = true
+	sf.simTimeForever, sf.deferNeeds = true, true
 	sf.machineFlags.register(fs.FlagSet, def, "proxysim-stress-SEED.report")
 	fs.Float64Var(&sf.o.Jitter, "jitter", def.Jitter, "probability of an injected yield or delay at each lock-juggling point (0: off)")
 	fs.DurationVar(&sf.o.JitterDelay, "jitter-delay", def.JitterDelay, "longest injected busy delay (real time)")
@@ -219,13 +219,24 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 			return usagef("--%s %v out of range %s", r.name, r.v, r.rng)
 		}
 	}
-	if sf.machineFlags.set["hotplug-interval"] {
+	set := sf.machineFlags.set
+	if set["hotplug-interval"] {
 		sf.o.HotplugIsDefault = false
 	}
-	if on := sf.o.CoreSched != "" && sf.o.CoreSched != "off"; on && !sf.machineFlags.set["core-sched-toggle-interval"] {
+	// What --bug entries need, before the defaults that follow from
+	// core scheduling: a switched-on --core-sched is stress's --core-sched.
+	if err := sf.applyBugNeeds(sim.NeedsOff{
+		Hotplug:    set["hotplug-interval"] && sf.o.HotplugInterval == 0,
+		CoreFlips:  set["core-sched-toggle-interval"] && sf.o.CoreToggleInterval == 0,
+		TaskExits:  set["signal-rate"] && sf.o.SignalRate == 0 || set["signal-fatal"] && sf.o.SignalFatal == 0,
+		SRQToggles: set["srq-toggle-interval"] && sf.o.SRQToggleInterval == 0,
+	}); err != nil {
+		return err
+	}
+	if on := sf.o.CoreSched != "" && sf.o.CoreSched != "off"; on && !set["core-sched-toggle-interval"] {
 		// Stress takes every core-scheduling path by default, the
 		// run-time flip (sched_core_get/put's __sched_core_flip) too.
-		sf.o.CoreToggleInterval = stressCoreToggle
+		sf.o.CoreToggleInterval = sim.DefaultCoreToggleInterval
 	}
 	if sf.o.HotplugMaxOffline < 0 {
 		return usagef("--hotplug-max-offline %d: want 0 (one in 32 of the CPUs) or a number of CPUs", sf.o.HotplugMaxOffline)
@@ -247,18 +258,20 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	return nil
 }
 
-// stressCoreToggle is stress's default interval between core-scheduling
-// flips under --core-sched.
-const stressCoreToggle = 20 * time.Millisecond
+// newStressFlags is stress's flag set.
+func newStressFlags() (*flag.FlagSet, *stressFlags) {
+	fs := &flag2{newFlagSet("stress")}
+	sf := &stressFlags{}
+	sf.register(fs)
+	return fs.FlagSet, sf
+}
 
 func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := &flag2{newFlagSet("stress", stressUsage, stderr)}
-	var sf stressFlags
-	sf.register(fs)
-	if err := parse(fs.FlagSet, args, stressUsage, stdout); err != nil {
+	fs, sf := newStressFlags()
+	if err := parse(fs, args, stressUsage, stdout); err != nil {
 		return 0, err
 	}
-	if err := sf.finish(fs.FlagSet); err != nil {
+	if err := sf.finish(fs); err != nil {
 		return 0, err
 	}
 	if err := sf.checkOutputs(); err != nil {
@@ -277,7 +290,8 @@ func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
 	if sf.report == "" {
 		sf.report = fmt.Sprintf("proxysim-stress-%d.report", sf.o.Seed)
 	}
-	return runStress(&sf, args, stdout, stderr, log)
+	sf.printNeedNote("stress", stderr)
+	return runStress(sf, args, stdout, stderr, log)
 }
 
 // flag2 wraps a FlagSet (room for shared registration helpers).
@@ -320,7 +334,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		return 0, err
 	}
 	sf.start = time.Now()
-	if sf.statInterval > 0 {
+	if sf.statInterval > 0 && !mf.quiet {
 		go statLoop(r, sf, log, done)
 	}
 	restore := serialProcs(mf.o)
@@ -343,6 +357,9 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 			fmt.Fprintf(stderr, "proxysim: cannot write the report: %v\n", err)
 		} else {
 			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], mf.report)
+		}
+		if s.KnownDefect != "" {
+			fmt.Fprintf(stderr, "proxysim: %s\n", s.KnownDefect)
 		}
 		printReport(stderr, mf, r, s, cmdline)
 		var rep *reproduction

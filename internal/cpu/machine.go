@@ -388,8 +388,8 @@ func New(cfg Config) (*Machine, error) {
 		if o.ShardSize < 1 {
 			o.ShardSize = DefaultSRQShardSize
 		}
-		if o.Hooks != rq.SRQHooksV2 && o.Hooks != rq.SRQHooksV4 {
-			o.Hooks = rq.SRQHooksV3
+		if o.Hooks != rq.SRQHooksV2 && o.Hooks != rq.SRQHooksV3 {
+			o.Hooks = DefaultSRQHooks
 		}
 		m.enableSRQ(o)
 	}

@@ -82,6 +82,10 @@ type CPU struct {
 	// under task_rq_lock (scenario interrupts look at it).
 	srqTicks  int64
 	srqPopped *task.Task
+	// srqDefects are the moves this CPU's shared_runq pulls made that a
+	// later hook placement refuses (SRQKnownDefects), read once the
+	// machine has stopped.
+	srqDefects []srqDefectHit
 	// signalDue and spuriousDue accumulate the stress injectors' rates
 	// per tick; one event fires per whole unit.
 	signalDue, spuriousDue float64

@@ -178,6 +178,9 @@ func FormatSummary(w io.Writer, s *Summary) {
 		}
 		fmt.Fprintf(w, "    %s\n", v)
 	}
+	if s.KnownDefect != "" {
+		fmt.Fprintf(w, "  %s\n", s.KnownDefect)
+	}
 }
 
 func onOff(b bool) string {
@@ -244,7 +247,11 @@ func (r *Run) FormatReport(w io.Writer, s *Summary, cmdline string, lastEvents i
 	fmt.Fprintf(w, "reproduce: %s\n", cmdline)
 	fmt.Fprintf(w, "version: %s\n", Version())
 	fmt.Fprintf(w, "seed: %d  cpus: %d  tasks: %d  workload: %s  proxy_exec: %s  bugs: %s\n", s.Seed, s.CPUs, s.Tasks, s.Workload, onOff(s.ProxyExec), strings.Join(s.Bugs, ","))
-	fmt.Fprintf(w, "stopped: %s\n\n", s.StopReason)
+	fmt.Fprintf(w, "stopped: %s\n", s.StopReason)
+	if s.KnownDefect != "" {
+		fmt.Fprintf(w, "%s\n", s.KnownDefect)
+	}
+	fmt.Fprintln(w)
 	if r.Explanation == "" && len(s.Violations) > 0 && !m.Stuck {
 		var b strings.Builder
 		r.ExplainEvents(s.Violations[0], 30).WriteText(&b, 100)

@@ -48,7 +48,8 @@ type Options struct {
 	NoStallFix bool
 	// SharedRunq is sched_feat(SHARED_RUNQ) as given: "" (not mentioned:
 	// no shared runqueue at all), "on" or "off" (built, feature clear).
-	// SRQHooks (2, 3, 4), SRQShardSize, SRQBailouts configure it;
+	// SRQHooks (2, 3, 4; 0: cpu.DefaultSRQHooks), SRQShardSize,
+	// SRQBailouts configure it;
 	// SRQToggleInterval is the stress injector (domain rebuilds and
 	// feature flips; it builds the shared runqueue too).
 	SharedRunq        string
@@ -600,6 +601,10 @@ type Summary struct {
 	Events                uint64                  `json:"events"`
 	ScheduleSteps         uint64                  `json:"schedule_steps,omitempty"`
 	LockOrderEdges        []string                `json:"lock_order_edges"`
+	// KnownDefect names the known defect of a selected older SHARED_RUNQ
+	// hook placement that broke the first violation, and the version that
+	// fixed it ("" for any other violation).
+	KnownDefect string `json:"known_defect,omitempty"`
 	// Bench holds a benchmark workload's figures of merit (nil for others).
 	Bench *BenchFigures `json:"bench,omitempty"`
 }
@@ -630,6 +635,15 @@ func (r *Run) Summarize() *Summary {
 	}
 	if s.Violations == nil {
 		s.Violations = []check.Violation{}
+	}
+	if len(s.Violations) > 0 {
+		if what, fixed := m.SRQKnownDefect(s.Violations[0]); what != "" {
+			dflt := ""
+			if fixed == cpu.DefaultSRQHooks {
+				dflt = ", the default"
+			}
+			s.KnownDefect = fmt.Sprintf("%s. Fixed in v%d (--shared-runq-hooks v%d%s)", what, fixed, fixed, dflt)
+		}
 	}
 	for i := 0; i < m.NumCPUs(); i++ {
 		if t := m.Stats[i].SimTime.Load(); t > s.SimTimeNs {
