@@ -76,12 +76,18 @@ func (m *Mutex) WaitLock() *spinlock.Lock { return &m.waitLock }
 // casOwner is atomic_long_try_cmpxchg on the owner word (every writer of
 // the word goes through it, so the explanation replay sees each change).
 func (m *Mutex) casOwner(old, nw uint64) bool {
+	if m.Watch != nil {
+		return m.watchedCAS(old, nw)
+	}
+	return m.owner.CompareAndSwap(old, nw)
+}
+
+//go:noinline
+func (m *Mutex) watchedCAS(old, nw uint64) bool {
 	if !m.owner.CompareAndSwap(old, nw) {
 		return false
 	}
-	if m.Watch != nil {
-		m.Watch.Write(trace.ObjMutex, int32(m.id), trace.FieldOwner, WatchOwner(nw))
-	}
+	m.Watch.Write(trace.ObjMutex, int32(m.id), trace.FieldOwner, WatchOwner(nw))
 	return true
 }
 

@@ -335,6 +335,14 @@ func (r *RQ) Holder() int { return r.lockp().Holder() }
 
 // Curr returns rq->curr (READ_ONCE: may be read without the lock).
 func (r *RQ) Curr() *task.Task {
+	if r.Watch != nil {
+		return r.watchedCurr()
+	}
+	return r.curr.Load()
+}
+
+//go:noinline
+func (r *RQ) watchedCurr() *task.Task {
 	p := r.curr.Load()
 	r.watchRead(trace.FieldCurr, task.WatchID(p))
 	return p
@@ -374,9 +382,11 @@ func (r *RQ) PublishPrio(c *percpu.Ctx) {
 func (r *RQ) CurrPrio() int { return int(r.currPrio.Load()) }
 
 // Donor returns rq->donor; the rq lock must be held.
+//
+// Its reads are not watched (rq->donor's writes are): a watch test here
+// would cost the hot path its inlining.
 func (r *RQ) Donor(c *percpu.Ctx) *task.Task {
 	r.AssertHeld(c)
-	r.watchRead(trace.FieldDonor, task.WatchID(r.donor))
 	return r.donor
 }
 

@@ -612,8 +612,12 @@ func (p *Task) String() string {
 
 // WatchRead and WatchWrite record a read or a write of field f of p, of
 // value v, for an explanation replay (trace.Watch); nothing when no watch
-// runs. The accessors below call them; code that touches a watched field
-// directly (a list) calls them itself.
+// runs. Code that touches a watched field directly (a list) calls them
+// itself. The accessors below test p.Watch first and call out of line
+// only when a watch runs (watched*), so that they stay small enough for
+// the compiler to inline on the hot path.
+//
+//go:noinline
 func (p *Task) WatchRead(f trace.Field, v int64) {
 	if p.Watch != nil {
 		p.Watch.Read(trace.ObjTask, int32(p.ID), f, v)
@@ -621,6 +625,8 @@ func (p *Task) WatchRead(f trace.Field, v int64) {
 }
 
 // WatchWrite: see WatchRead.
+//
+//go:noinline
 func (p *Task) WatchWrite(f trace.Field, v int64) {
 	if p.Watch != nil {
 		p.Watch.Write(trace.ObjTask, int32(p.ID), f, v)
@@ -637,6 +643,14 @@ func WatchID(p *Task) int64 {
 
 // State returns __state (READ_ONCE).
 func (p *Task) State() State {
+	if p.Watch != nil {
+		return p.watchedState()
+	}
+	return State(p.state.Load())
+}
+
+//go:noinline
+func (p *Task) watchedState() State {
 	s := State(p.state.Load())
 	p.WatchRead(trace.FieldState, int64(s))
 	return s
@@ -645,11 +659,21 @@ func (p *Task) State() State {
 // SetState sets __state (WRITE_ONCE / set_current_state).
 func (p *Task) SetState(s State) {
 	p.state.Store(int32(s))
-	p.WatchWrite(trace.FieldState, int64(s))
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldState, int64(s))
+	}
 }
 
 // OnRQ returns on_rq (READ_ONCE).
 func (p *Task) OnRQ() int32 {
+	if p.Watch != nil {
+		return p.watchedOnRQ()
+	}
+	return p.onRQ.Load()
+}
+
+//go:noinline
+func (p *Task) watchedOnRQ() int32 {
 	v := p.onRQ.Load()
 	p.WatchRead(trace.FieldOnRQ, int64(v))
 	return v
@@ -658,7 +682,9 @@ func (p *Task) OnRQ() int32 {
 // SetOnRQ sets on_rq; the caller holds the rq lock of task_cpu(p).
 func (p *Task) SetOnRQ(v int32) {
 	p.onRQ.Store(v)
-	p.WatchWrite(trace.FieldOnRQ, int64(v))
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldOnRQ, int64(v))
+	}
 }
 
 // Queued is task_on_rq_queued.
@@ -669,6 +695,14 @@ func (p *Task) Migrating() bool { return p.OnRQ() == OnRQMigrating }
 
 // OnCPU returns on_cpu (smp_load_acquire).
 func (p *Task) OnCPU() bool {
+	if p.Watch != nil {
+		return p.watchedOnCPU()
+	}
+	return p.onCPU.Load() != 0
+}
+
+//go:noinline
+func (p *Task) watchedOnCPU() bool {
 	v := p.onCPU.Load()
 	p.WatchRead(trace.FieldOnCPU, int64(v))
 	return v != 0
@@ -676,6 +710,19 @@ func (p *Task) OnCPU() bool {
 
 // SetOnCPU sets on_cpu (smp_store_release when clearing).
 func (p *Task) SetOnCPU(on bool) {
+	if p.Watch != nil {
+		p.watchedSetOnCPU(on)
+		return
+	}
+	if on {
+		p.onCPU.Store(1)
+	} else {
+		p.onCPU.Store(0)
+	}
+}
+
+//go:noinline
+func (p *Task) watchedSetOnCPU(on bool) {
 	v := int32(0)
 	if on {
 		v = 1
@@ -686,6 +733,14 @@ func (p *Task) SetOnCPU(on bool) {
 
 // CPU is task_cpu(p).
 func (p *Task) CPU() int {
+	if p.Watch != nil {
+		return p.watchedCPU()
+	}
+	return int(p.cpu.Load())
+}
+
+//go:noinline
+func (p *Task) watchedCPU() int {
 	v := int(p.cpu.Load())
 	p.WatchRead(trace.FieldCPU, int64(v))
 	return v
@@ -696,19 +751,25 @@ func (p *Task) CPU() int {
 // WAKING).
 func (p *Task) SetCPU(cpu int) {
 	p.cpu.Store(int32(cpu))
-	p.WatchWrite(trace.FieldCPU, int64(cpu))
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldCPU, int64(cpu))
+	}
 }
 
 // WakeCPUOf reads p->wake_cpu (see WakeCPU for its locking).
 func (p *Task) WakeCPUOf() int {
-	p.WatchRead(trace.FieldWakeCPU, int64(p.WakeCPU))
+	if p.Watch != nil {
+		p.WatchRead(trace.FieldWakeCPU, int64(p.WakeCPU))
+	}
 	return p.WakeCPU
 }
 
 // SetWakeCPU writes p->wake_cpu (see WakeCPU for its locking).
 func (p *Task) SetWakeCPU(cpu int) {
 	p.WakeCPU = cpu
-	p.WatchWrite(trace.FieldWakeCPU, int64(cpu))
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldWakeCPU, int64(cpu))
+	}
 }
 
 // ReadSleepingOwner reads p->sleeping_owner without a lock
@@ -791,6 +852,14 @@ func PutSleepingOwner(owner *Task) {
 
 // BlockedDonor returns blocked_donor (see the field for who may read it).
 func (p *Task) BlockedDonor() *Task {
+	if p.Watch != nil {
+		return p.watchedBlockedDonor()
+	}
+	return p.blockedDonor
+}
+
+//go:noinline
+func (p *Task) watchedBlockedDonor() *Task {
 	p.WatchRead(trace.FieldBlockedDonor, WatchID(p.blockedDonor))
 	return p.blockedDonor
 }
@@ -798,7 +867,9 @@ func (p *Task) BlockedDonor() *Task {
 // SetBlockedDonor sets blocked_donor (see the field for who may write it).
 func (p *Task) SetBlockedDonor(d *Task) {
 	p.blockedDonor = d
-	p.WatchWrite(trace.FieldBlockedDonor, WatchID(d))
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldBlockedDonor, WatchID(d))
+	}
 }
 
 // Peek returns the blocked fields without asserting a lock: only for
@@ -855,6 +926,14 @@ func (p *Task) DequeueSignals(c *spinlock.CPU) (fatal bool) {
 // kernel's plain read of the byte in find_proxy_task; see
 // docs/kernel-map.md).
 func (p *Task) SchedDelayed() bool {
+	if p.Watch != nil {
+		return p.watchedSchedDelayed()
+	}
+	return p.schedDelayed.Load()
+}
+
+//go:noinline
+func (p *Task) watchedSchedDelayed() bool {
 	v := p.schedDelayed.Load()
 	p.WatchRead(trace.FieldDelayed, b2i(v))
 	return v
