@@ -190,6 +190,7 @@ func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 			cp.lockResult(p, op, mx, st, ctx, mutex.LockAcquired)
 			return
 		}
+		mutex.ContentionBegin(c, p)
 		if ctx != nil && ctx.Acquired == 0 {
 			// "Reset the wounded flag after a kill." (M, at the top of
 			// __mutex_lock_common: the fast path above skips it)

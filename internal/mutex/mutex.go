@@ -213,7 +213,6 @@ func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task, st task.State, ctx *t
 	}
 	p.SetBlockedOn(c, m)
 	p.SetState(st) // set_current_state, under wait_lock and blocked_lock
-	p.Exec.WaitStart = c.Now
 	p.Stats.Contended++
 	c.Inc(stats.MutexContentions)
 	c.Emit(trace.EvContend, int32(p.ID), int32(m.id), int32(m.owner.Load()>>3), 0)
@@ -468,11 +467,22 @@ func (m *Mutex) removeWaiter(p *task.Task) {
 	m.first.Store(m.waiters[0])
 }
 
+// ContentionBegin is trace_contention_begin() at the top of
+// __mutex_lock_common: the lock fast path failed, and p's wait (its
+// optimistic spin, then its time on the wait list) starts now.
+func ContentionBegin(c *percpu.Ctx, p *task.Task) {
+	p.Exec.WaitStart = c.Now
+}
+
+// acquired is the slow path's lock_acquired() and trace_contention_end():
+// the wait since ContentionBegin (a spin, a sleep on the wait list, or
+// nothing) is p's mutex wait, as `perf lock contention` measures it;
+// waited says p was queued on the wait list (a contention that ends).
 func (m *Mutex) acquired(c *percpu.Ctx, p *task.Task, waited bool) {
 	c.Inc(stats.MutexAcquires)
 	p.Stats.Acquires++
+	p.Stats.MutexWait.Add(c.Now - p.Exec.WaitStart)
 	if waited {
-		p.Stats.MutexWait.Add(c.Now - p.Exec.WaitStart)
 		c.Inc(stats.MutexWaitsDone)
 	}
 	c.Emit(trace.EvLock, int32(p.ID), int32(m.id), 0, 0)

@@ -411,7 +411,7 @@ type Task struct {
 
 // TaskStats holds per-task latency statistics.
 type TaskStats struct {
-	MutexWait   stats.Hist // time from the first failed try to acquisition
+	MutexWait   stats.Hist // slow-path acquisitions: time from the failed fast path (contention_begin: spin, then wait list) to acquisition (contention_end)
 	WakeLatency stats.Hist // time from a full wakeup to first running
 	Acquires    uint64
 	Contended   uint64
