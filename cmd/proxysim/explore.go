@@ -35,6 +35,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	def := sim.Defaults()
 	def.CPUs, def.Workload, def.SimTime = 8, "stress", 100*time.Millisecond
 	def.Deterministic, def.Strategy = true, "pct:3"
+	def.MaxSkew = huntMaxSkew
 	mf.register(fs, def, "proxysim-explore-SEED.report")
 	runs := fs.Int("runs", 100, "number of runs")
 	workers := fs.Int("workers", runtime.NumCPU(), fmt.Sprintf("parallel workers, 1 to the host's cores (%d)", runtime.NumCPU()))
@@ -216,6 +217,9 @@ func reproduceExplore(args []string, seed uint64, sc *workload.Scenario) string 
 	}
 	if !has("strategy") {
 		parts = append(parts, "--strategy", "pct:3")
+	}
+	if !has("max-skew") {
+		parts = append(parts, "--max-skew", huntMaxSkew.String())
 	}
 	parts = append(parts, fmt.Sprintf("--seed %d", seed))
 	return strings.Join(parts, " ")

@@ -43,6 +43,7 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.Float64Var(&sf.o.Jitter, "jitter", sf.o.Jitter, "with --hunt: stress jitter probability")
 	fs.BoolVar(&sf.o.Deterministic, "deterministic", false, "with --hunt: hunt in deterministic (serial) mode")
 	fs.StringVar(&sf.o.Strategy, "strategy", "random", "with --hunt --deterministic: time, random or pct:D")
+	fs.DurationVar(&sf.o.MaxSkew, "max-skew", sf.o.MaxSkew, "with --hunt: clock skew bound of the stress runs (see proxysim stress --help)")
 	race := fs.Bool("race", false, "with --hunt: hunt with the race detector: build the -race binary of the source tree in the current directory (go build -race) into a temporary directory and run the hunt with it")
 	if err := parse(fs, args, bugsUsage, stdout); err != nil {
 		return 0, err
@@ -54,6 +55,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 		if _, err := bugs.Parse(only); err != nil {
 			return 0, usagef("--only: %v", err)
 		}
+	}
+	if sf.o.MaxSkew < 100*time.Nanosecond {
+		return 0, usagef("--max-skew must be at least 100ns, not %v", sf.o.MaxSkew)
 	}
 	if !*hunt {
 		huntOnly := []string{}

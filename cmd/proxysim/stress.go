@@ -43,9 +43,20 @@ type stressFlags struct {
 	start        time.Time // when the run started (stat lines' elapsed)
 }
 
+// huntMaxSkew is the clock skew bound of the hunting commands (stress and
+// its deterministic retries, explore, bugs --hunt): an epoch, where run
+// and ab use 10 us. A hunt wants interleavings, not exact latencies, and
+// the tight bound costs it both: CPUs within 10 us of each other in
+// virtual time meet fewer of the orderings a bug needs, and the windows'
+// barriers cost wall time. The catalogue hunt (bugs --hunt --seeds 1
+// --seed 5 --budget 60s, 256 CPUs, docs/benchmarks.md) caught every
+// entry with 1 ms and missed three with 10 us.
+const huntMaxSkew = time.Millisecond
+
 func stressDefaults() sim.Options {
 	o := sim.Defaults()
 	o.Workload = "stress"
+	o.MaxSkew = huntMaxSkew
 	o.SimTime = 1 << 62 // until --duration or a signal
 	o.Duration = time.Minute
 	// The audit at every epoch barrier: a broken invariant that lasts

@@ -55,6 +55,7 @@ var counterSeconds = map[string]string{
 	"core_forceidle_ns":         "core_forceidle_seconds",
 	"core_forceidle_charged_ns": "core_forceidle_charged_seconds",
 	"newidle_cost_ns":           "newidle_cost_seconds",
+	"ipi_lateness_ns":           "ipi_lateness_seconds",
 }
 
 // counterSkip lists stats counters exported some other way.
@@ -185,6 +186,8 @@ var counterHelp = map[string]string{
 	"newidle_cut_avg_idle":       "Newidle balances given up at once because the CPU's average idle period was shorter than its smallest domain's max_newidle_lb_cost.",
 	"newidle_cut_domain":         "Newidle domain walks stopped before a larger domain: avg_idle below the walk's cost so far plus that domain's max_newidle_lb_cost.",
 	"newidle_cost_ns":            "Virtual seconds spent by newidle balancing in its domain walks (charged to nobody).",
+	"ipis_taken":                 "IPIs taken by their target CPU (several sent before the target takes them are taken together).",
+	"ipi_lateness_ns":            "Virtual seconds between the sending of an IPI and its taking by the target, summed over proxysim_ipis_taken_total: the clocks' skew as messages between CPUs see it (bounded by proxysim_clock_skew_bound_seconds plus one step).",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter
