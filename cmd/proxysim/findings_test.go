@@ -33,8 +33,8 @@ var findings = []struct {
 	// F7 and F8 need core scheduling switched off and on at run time.
 	// Their seeds were re-found when the clocks became causal (the
 	// window barrier; stress runs with a 1 ms skew bound).
-	{"core-flip-repick", "5", "rq-lock-identity", append([]string{"--core-sched", "--core-sched-toggle-interval", "2ms"}, quietInjectors...)},
-	{"core-flip-stale-pick", "11", "single-run", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
+	{"core-flip-repick", "39", "rq-lock-identity", append([]string{"--core-sched", "--core-sched-toggle-interval", "2ms"}, quietInjectors...)},
+	{"core-flip-stale-pick", "1", "single-run", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
 	// F10 needs DELAY_DEQUEUE, the fair class's default.
 	{"return-delayed", "24", "one-queue", nil},
 }

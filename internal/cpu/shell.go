@@ -225,6 +225,9 @@ func (cp *CPU) run() {
 			if to := cp.releasedAt; to > cp.c.Now && cp.rq.Curr() == cp.rq.Idle {
 				cp.undo = pureAdvance{from: cp.c.Now}
 				cp.idleJump(to)
+				// A yield point before its timers fire: a CPU behind
+				// this clock may have an IPI for an earlier time.
+				m.runner.yield(cp.id)
 			}
 			cp.releasedAt = 0
 		}

@@ -565,6 +565,21 @@ type GroupSummary struct {
 	P99MutexWaitNs     int64  `json:"p99_mutex_wait_ns"` // an upper bound: the top of the histogram bucket holding the p99 (buckets ~12% wide), capped at the max
 	MaxWakeupLatencyNs int64  `json:"max_wakeup_latency_ns"`
 	P99WakeupLatencyNs int64  `json:"p99_wakeup_latency_ns"` // an upper bound, like P99MutexWaitNs
+	// MeanWakeupLatencyNs is the mean wake-up latency (try_to_wake_up to
+	// running); MeanRequestLatencyNs and MaxRequestLatencyNs are the
+	// groups' request latencies (a complete() to the task's next wait,
+	// as the benchmarks' figures).
+	MeanWakeupLatencyNs  int64 `json:"mean_wakeup_latency_ns"`
+	MeanRequestLatencyNs int64 `json:"mean_request_latency_ns"`
+	MaxRequestLatencyNs  int64 `json:"max_request_latency_ns"`
+}
+
+// mean is a histogram's exact mean (0 when empty).
+func mean(h *stats.Hist) int64 {
+	if h.N == 0 {
+		return 0
+	}
+	return h.Total / int64(h.N)
 }
 
 // Summary is what `proxysim run` prints.
@@ -686,8 +701,8 @@ func (r *Run) Summarize() *Summary {
 	}
 	s.Windows = m.Windows()
 	type acc struct {
-		g         GroupSummary
-		wait, lat stats.Hist
+		g              GroupSummary
+		wait, lat, req stats.Hist
 	}
 	accs := make([]acc, len(r.Scenario.Groups))
 	// Tasks count the slots (the machine's tasks at the end); the figures
@@ -708,13 +723,14 @@ func (r *Run) Summarize() *Summary {
 		a.g.MutexAcquires += p.Stats.Acquires
 		a.wait.Merge(&p.Stats.MutexWait)
 		a.lat.Merge(&p.Stats.WakeLatency)
+		a.req.Merge(&p.Stats.ReqLatency)
 	}
 	for i, g := range r.Scenario.Groups {
 		a := &accs[i]
 		a.g.MutexWaits = a.wait.N
-		if a.wait.N > 0 {
-			a.g.MeanMutexWaitNs = a.wait.Total / int64(a.wait.N)
-		}
+		a.g.MeanMutexWaitNs = mean(&a.wait)
+		a.g.MeanWakeupLatencyNs = mean(&a.lat)
+		a.g.MeanRequestLatencyNs, a.g.MaxRequestLatencyNs = mean(&a.req), a.req.Max
 		a.g.P90MutexWaitNs = a.wait.QuantileBound(0.90)
 		a.g.MaxMutexWaitNs = a.wait.Max
 		a.g.P99MutexWaitNs = a.wait.QuantileBound(0.99)
