@@ -643,6 +643,9 @@ func (cp *CPU) unlock(p *task.Task, id int) bool {
 		return false
 	}
 	ex.Held = append(ex.Held[:i], ex.Held[i+1:]...)
+	if mx := cp.m.mutexes[id]; mx.Traced() {
+		p.Stats.MarkMutex(id, -1, cp.c.Now)
+	}
 	if mx := cp.m.mutexes[id]; mx.WW() != nil {
 		mx.WWUnlock(cp.c, p, &cp.wq) // a ww_mutex is released with ww_mutex_unlock
 	} else {

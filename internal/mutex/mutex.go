@@ -52,7 +52,17 @@ type Mutex struct {
 	ctx atomic.Pointer[task.WWCtx]
 	// task resolves an owner id. Read-only.
 	task func(id int) *task.Task
+	// traced: acquisitions and releases are logged in the tasks' stats
+	// (TaskStats.MarkMutex). Read-only once the machine starts.
+	traced bool
 }
+
+// SetTraced logs the mutex's slow-path acquisitions and its releases in
+// the tasks' stats (a scenario's chain). Only before the machine starts.
+func (m *Mutex) SetTraced() { m.traced = true }
+
+// Traced reports SetTraced.
+func (m *Mutex) Traced() bool { return m.traced }
 
 // New returns an unlocked mutex. resolve maps task ids (>= 1) to tasks.
 func New(id int, name string, resolve func(int) *task.Task) *Mutex {
@@ -482,6 +492,9 @@ func (m *Mutex) acquired(c *percpu.Ctx, p *task.Task, waited bool) {
 	c.Inc(stats.MutexAcquires)
 	p.Stats.Acquires++
 	p.Stats.MutexWait.Add(c.Now - p.Exec.WaitStart)
+	if m.traced {
+		p.Stats.MarkMutex(m.id, p.Exec.WaitStart, c.Now)
+	}
 	if waited {
 		c.Inc(stats.MutexWaitsDone)
 	}

@@ -167,6 +167,11 @@ func FormatSummary(w io.Writer, s *Summary) {
 		}
 		fmt.Fprintf(w, " %d requests (%.0f/s), wake-up p99 %s, request p99 %s\n", b.Requests, b.RequestsPerSec, FormatBound(b.P99WakeupLatencyNs), FormatBound(b.P99RequestLatencyNs))
 	}
+	if c := s.Chain; c != nil {
+		fmt.Fprintf(w, "  chain             %s waits for %s: %d, mean %s, p90 %s, max %s; unwinding from %s's release: %d, mean %s, p90 %s, max %s\n",
+			c.Waiter, c.Head, c.Waits, fmtNs(c.MeanWaitNs), FormatBound(c.P90WaitNs), fmtNs(c.MaxWaitNs),
+			c.End, c.Unwinds, fmtNs(c.MeanUnwindNs), FormatBound(c.P90UnwindNs), fmtNs(c.MaxUnwindNs))
+	}
 	fmt.Fprintf(w, "  groups (mutex waits and wake-up latencies, exact to the clock skew bound; p90, p99: the top of a histogram bucket, so \"<=\"):\n")
 	fmt.Fprintf(w, "    %-10s %5s  %-10s  %-10s %-12s %-12s %-10s  %-12s %s\n", "GROUP", "TASKS", "RUNTIME", "WAIT MEAN", "WAIT P90", "WAIT P99", "WAIT MAX", "WAKEUP P99", "WAKEUP MAX")
 	for _, name := range sortedKeys(s.Groups) {

@@ -358,6 +358,10 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	for _, name := range sc.Mutexes {
 		m.AddMutex(name)
 	}
+	if c := sc.Chain; c != nil {
+		m.Mutexes()[c.Head].SetTraced()
+		m.Mutexes()[c.End].SetTraced()
+	}
 	for _, w := range sc.WW {
 		k := m.AddWWClass(w.Name, w.WaitDie)
 		for j := 0; j < w.Count; j++ {
@@ -625,6 +629,9 @@ type Summary struct {
 	LockOrderEdges        []string                `json:"lock_order_edges"`
 	// Bench holds a benchmark workload's figures of merit (nil for others).
 	Bench *BenchFigures `json:"bench,omitempty"`
+	// Chain holds the figures of a scenario's chain of locks (nil for a
+	// scenario without one).
+	Chain *ChainFigures `json:"chain,omitempty"`
 }
 
 // Summarize reads the stopped machine.
@@ -738,7 +745,15 @@ func (r *Run) Summarize() *Summary {
 		a.g.P99WakeupLatencyNs = a.lat.QuantileBound(0.99)
 		s.Groups[g.Name] = a.g
 	}
+	s.Chain = chainFigures(r.Scenario, all)
 	s.Bench = benchFigures(r.Scenario, all, s.SimTimeNs)
+	if s.Bench != nil && s.Bench.Kind == workload.MeritChain && s.Chain != nil {
+		// The operations are the waiter's contended acquisitions.
+		s.Bench.Chain, s.Bench.Requests = s.Chain, s.Chain.Waits
+		if s.SimTimeNs > 0 {
+			s.Bench.RequestsPerSec = float64(s.Chain.Waits) / (float64(s.SimTimeNs) / 1e9)
+		}
+	}
 	for _, e := range m.Dep.Edges() {
 		s.LockOrderEdges = append(s.LockOrderEdges, e[0].String()+" -> "+e[1].String())
 	}
