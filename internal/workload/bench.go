@@ -352,11 +352,11 @@ func schbench(p map[string]int) *Scenario {
 	return sc
 }
 
-// chain: an RT task (FIFO 90, CPU 0) takes m0 every 2-4 ms; link k (fair,
-// CPU k, k = 1..links) sleeps 0.5-1.5 ms, then holds m(k-1) while it takes
-// m(k); the owner (fair, on the last link's CPU) holds the last lock
-// across a sleep of sleep_ns, then computes and releases it, and stays
-// away twice as long. With hogs, a FIFO 50 task on every CPU of the chain
+// chain: an RT task (FIFO 90, CPU 0) takes m0 every 1-3 ms; link k (fair,
+// CPU k, k = 1..links) sleeps 0.1-0.3 ms, then holds m(k-1) while it takes
+// m(k), so that the chain is whole soon after it unwinds; the owner (fair,
+// on the last link's CPU) holds the last lock across a sleep of sleep_ns,
+// then computes and releases it, and stays away as long. With hogs, a FIFO 50 task on every CPU of the chain
 // computes about hog_ns and sleeps about gap_ns (jittered, so that the
 // hogs' idle windows drift apart instead of lining up on every CPU): a
 // fair link runs only in its hog's idle window, unless a donor of higher
@@ -370,15 +370,15 @@ func chain(p map[string]int) *Scenario {
 		sc.Mutexes = append(sc.Mutexes, fmt.Sprintf("m%d", k))
 	}
 	sc.Groups = append(sc.Groups, Group{Name: "rt", Count: 1, Policy: task.FIFO, Prio: 90, CPUs: "0", Program: []Op{
-		sleep(2_000_000, 4_000_000), lockFixed(0), fixedCompute(int(hold)), unlockFixed(0), loop(0),
+		sleep(1_000_000, 3_000_000), lockFixed(0), fixedCompute(int(hold)), unlockFixed(0), loop(0),
 	}})
 	for k := 1; k <= n; k++ {
 		sc.Groups = append(sc.Groups, Group{Name: fmt.Sprintf("link%d", k), Count: 1, Policy: task.Normal, CPUs: strconv.Itoa(k), Program: []Op{
-			sleep(500_000, 1_500_000), lockFixed(k - 1), lockFixed(k), fixedCompute(int(hold)), unlockFixed(k), unlockFixed(k - 1), loop(0),
+			sleep(100_000, 300_000), lockFixed(k - 1), lockFixed(k), fixedCompute(int(hold)), unlockFixed(k), unlockFixed(k - 1), loop(0),
 		}})
 	}
 	sc.Groups = append(sc.Groups, Group{Name: "owner", Count: 1, Policy: task.Normal, CPUs: strconv.Itoa(n), Program: []Op{
-		lockFixed(n), sleep(sl, sl), fixedCompute(int(hold)), unlockFixed(n), sleep(2*sl, 2*sl), loop(0),
+		lockFixed(n), sleep(sl, sl), fixedCompute(int(hold)), unlockFixed(n), sleep(sl, sl), loop(0),
 	}})
 	if p["hogs"] == 1 {
 		on, off := int64(p["hog_ns"]), int64(p["gap_ns"])
