@@ -365,17 +365,21 @@ func (cp *CPU) iterate(horizon int64) bool {
 	}
 	cp.fireTimers()
 	curr := r.Curr()
-	ticked := false
+	// need_resched set by a sender whose IPI is still to come (a remote
+	// resched_curr), as against one the tick sets now.
+	remote := pending && r.NeedResched()
+	localResched := false
 	if curr != r.Idle && c.Now >= cp.nextTick {
 		cp.tick()
-		ticked = true
+		localResched = !remote && r.NeedResched()
 	}
-	if pending && !ticked && computing(curr) && !cp.ipiDue() {
+	if pending && !localResched && computing(curr) && !cp.ipiDue() {
 		// Parked in a compute and woken by an IPI sent after its clock:
 		// the task computed all along, up to the IPI's time (the step
 		// stops there, or at a tick or timer before it), and only then
 		// does the CPU see the interrupt and the need_resched that came
-		// with it.
+		// with it. (A tick on the way that preempts the task on its own
+		// is taken at once.)
 		cp.step(curr)
 		if !cp.ipiDue() || c.Now >= horizon {
 			return c.Now >= horizon
