@@ -4,7 +4,7 @@
 // hunt's time to detection), the 8-CPU chain's figures in every clock
 // mode, the A/B tables of the README and of this document, and the pi
 // workload's table, each beside the same figure measured with the code
-// before the clocks (-before, a git revision), in one sitting.
+// before the clocks (-before, a git revision), one after the other.
 //
 //	go run ./scripts/benchmarks [-before REV] [-write docs/benchmarks.md] [-skip hunt,ab]
 //
