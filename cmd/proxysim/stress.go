@@ -44,9 +44,23 @@ type stressFlags struct {
 	failures     failureSink
 }
 
+// huntMaxSkew is the clock skew bound of the hunting commands (stress and
+// its deterministic retries, explore, bugs --hunt): an epoch, where run
+// and ab use 10 us. A hunt wants interleavings, not exact latencies, and
+// the tight bound costs it both: CPUs within 10 us of each other in
+// virtual time meet fewer of the orderings a bug needs, and the windows'
+// barriers cost wall time. The catalogue hunt (bugs --hunt --seeds 1
+// --seed 5 --budget 60s, 256 CPUs, docs/benchmarks.md) caught all 39
+// entries with 1 ms, and with 10 us missed two and took 18-57 s for three
+// more. (Each window's barrier is also a happens-before edge for the race
+// detector between all CPUs, which can hide races; a tighter bound adds
+// more of them. Not measured.)
+const huntMaxSkew = time.Millisecond
+
 func stressDefaults() sim.Options {
 	o := sim.Defaults()
 	o.Workload = "stress"
+	o.MaxSkew = huntMaxSkew
 	o.SimTime = 1 << 62 // until --duration or a signal
 	o.Duration = time.Minute
 	// The audit at every epoch barrier: a broken invariant that lasts

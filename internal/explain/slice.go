@@ -448,8 +448,12 @@ func (sl *slicer) run(criterion []critKey) {
 			// value, and acted on it.
 			k := keyOf(s).whole()
 			prev := lastBefore(a.writes[k], i)
+			// For a list (an emptiness test: nothing to do), any
+			// other call's read within the window's lead; for a field,
+			// another CPU's read made while this write's call was under
+			// way (the two raced).
 			if r := lastBefore(a.reads[k], i); r > prev && r >= 0 && !noisy(k) && a.top[r] != a.top[i] &&
-				(a.steps[r].CPU != s.CPU || setField(k.field)) {
+				(setField(k.field) && i-r <= windowLead || a.steps[r].CPU != s.CPU && r >= int(a.topStart[a.top[i]])) {
 				sl.keep(r, d+1, false, whyMissed, 3)
 			}
 		case trace.StepRead:

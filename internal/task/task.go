@@ -417,7 +417,7 @@ type Task struct {
 
 // TaskStats holds per-task latency statistics.
 type TaskStats struct {
-	MutexWait   stats.Hist // time from the first failed try to acquisition
+	MutexWait   stats.Hist // slow-path acquisitions: time from the failed fast path (contention_begin: spin, then wait list) to acquisition (contention_end)
 	WakeLatency stats.Hist // time from a full wakeup to first running
 	Acquires    uint64
 	Contended   uint64
@@ -435,6 +435,28 @@ type TaskStats struct {
 	Requests   uint64
 	ReqLatency stats.Hist
 	ExitAt     int64
+	// MutexMarks log the task's slow-path acquisitions and its releases
+	// of the mutexes a scenario traces (a chain's head and end: the
+	// unwinding is measured from them), up to MaxMutexMarks.
+	MutexMarks []MutexMark
+}
+
+// MaxMutexMarks bounds TaskStats.MutexMarks.
+const MaxMutexMarks = 1 << 16
+
+// MutexMark is one acquisition (Start: when its wait began) or release
+// (Start < 0) of a traced mutex, at virtual time At.
+type MutexMark struct {
+	Mutex     int32
+	Start, At int64
+}
+
+// MarkMutex logs an acquisition (start >= 0) or a release (start < 0) of
+// traced mutex id at time at.
+func (s *TaskStats) MarkMutex(id int, start, at int64) {
+	if len(s.MutexMarks) < MaxMutexMarks {
+		s.MutexMarks = append(s.MutexMarks, MutexMark{int32(id), start, at})
+	}
 }
 
 // MaxCompAt bounds Task.CompAt.
