@@ -33,8 +33,6 @@ var findings = []struct {
 	// F7 and F8 need core scheduling switched off and on at run time.
 	{"core-flip-repick", "19", "rq-lock-identity", append([]string{"--core-sched", "--core-sched-toggle-interval", "2ms"}, quietInjectors...)},
 	{"core-flip-stale-pick", "1", "single-run", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
-	// F10 needs DELAY_DEQUEUE, the fair class's default.
-	{"return-delayed", "24", "one-queue", nil},
 }
 
 // quietInjectors switches off the stress injectors that are on by default

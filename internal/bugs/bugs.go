@@ -69,7 +69,6 @@ const (
 	WWNoClearBlockedOn               // 12: ww die/wound leave blocked_on set (v16 hang)
 	WWNestedBlockedLock              // 24: ww die/wound under current's blocked_lock (v21 AB-BA)
 	WWWoundWrongLock                 // 23: wound clears the owner's blocked_on for the wrong lock (6.17-rc2 syzbot WARN)
-	ReturnDelayed                    // finding F10: proxy_needs_return's block_task is delayed (DELAY_DEQUEUE)
 	DelayedPlainRead                 // finding F11: find_proxy_task reads owner->se.sched_delayed without the owner's rq lock
 	ProxyMigrateOffline              // finding F12: find_proxy_task migrates donors to an offline CPU (a throttled DL owner's)
 	DonorAffinityExempt              // finding F13: affine_move_task exempts rq->donor even once it is runnable again
@@ -219,9 +218,6 @@ var Catalogue = []Bug{
 	{WWWoundWrongLock, 23, "ww-wound-wrong-lock", Historical, "6.17-rc2 (syzbot)",
 		"__ww_mutex_wound cleared the wounded owner's blocked_on with __clear_task_blocked_on(owner, lock): the owner may be blocked on a different mutex, and the helper's WARN_ON_ONCE(blocked_on && blocked_on != lock) fired (syzbot, 6.17-rc2); the fix passes NULL. --bug passes the lock",
 		"the helper's WARN: blocked_on cleared for another lock (invariant 43, mutex-misuse)"},
-	{ReturnDelayed, 0, "return-delayed", Finding, "open@014c4be7",
-		"proxy_needs_return dequeues a proxy-migrated donor with block_task(rq, p, TASK_WAKING): a sleep dequeue, which DELAY_DEQUEUE keeps queued (sched_delayed, on_rq still 1) when the donor is not eligible on the owner's runqueue, as a donor that was charged there usually is. ttwu_runnable returns false, try_to_wake_up goes on with the full wake-up and enqueues the task on the CPU select_task_rq chose (or puts it on a wake list) while it is still queued where it was: two runqueues. The model's fix dequeues it for good (DEQUEUE_SPECIAL semantics: no delay); --bug restores block_task's delayable dequeue. Needs DELAY_DEQUEUE (the kernel's default)",
-		"inline: wake-list entry still on a runqueue, enqueue of a queued task (invariant 6)"},
 	{DelayedPlainRead, 0, "delayed-plain-read", Finding, "open@014c4be7",
 		"find_proxy_task tests owner->se.sched_delayed (twice: before and after taking the owner's blocked_lock) holding its own rq lock, the mutex's wait_lock and a blocked_lock, but not the rq lock of the owner's CPU, while dequeue_entity (set_delayed), requeue_delayed_entity and the pick's delayed dequeue (clear_delayed) write it under that rq lock only: a plain concurrent read and write (KCSAN's data race). The decision stays right (a delayed owner parks the donor, and the owner's ttwu_runnable requeue is followed by activate_blocked_waiters under the owner's blocked_lock); the fix is READ_ONCE/WRITE_ONCE",
 		"race detector only (build with -race): DATA RACE between FindProxyTask and SetSchedDelayed"},

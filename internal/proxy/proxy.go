@@ -499,14 +499,11 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 		// list.
 		r.DeactivateTask(c, p, rq.DequeueMigrating)
 		p.ContributesToLoad = false
-	} else if c.Bug(bugs.ReturnDelayed) {
-		// Finding F10: the reference's block_task(rq, p, TASK_WAKING), a
-		// sleep dequeue that DELAY_DEQUEUE may keep queued while the
-		// caller goes on to enqueue p elsewhere.
-		r.BlockTask(c, p, task.Waking)
 	} else {
-		// The fix: the return dequeue is never delayed.
-		r.BlockTaskFlags(c, p, task.Waking, rq.DequeueSpecial)
+		// block_task(rq, p, TASK_WAKING): TASK_WAKING is a special
+		// state, so the dequeue is DEQUEUE_SPECIAL and never delayed
+		// (the caller enqueues p elsewhere next).
+		r.BlockTask(c, p, task.Waking)
 	}
 	c.Inc(stats.ReturnMigrations)
 	return true

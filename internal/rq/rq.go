@@ -25,7 +25,7 @@ const (
 	EnqueueInitial               // a new task's first enqueue (wake_up_new_task)
 	EnqueueDelayed               // requeue a delayed entity (ttwu_runnable)
 	DequeueDelayed               // the final dequeue of a delayed entity
-	DequeueSpecial               // a special task state (TASK_DEAD): never delayed
+	DequeueSpecial               // a special task state (task.IsSpecialTaskState): never delayed
 	DequeueMove                  // DEQUEUE_MOVE (with SAVE: the task may change queue position)
 	EnqueueReplenish             // the dl_timer (or an immediate refill) gives a throttled DL task a new budget
 )
@@ -616,21 +616,16 @@ func (r *RQ) ActivateTask(c *percpu.Ctx, p *task.Task, flags int) {
 // runqueue (on_rq 0 last, __block_task), unless the fair class delays the
 // dequeue (DELAY_DEQUEUE): then p stays queued, on_rq QUEUED and
 // sched_delayed, until a pick dequeues it or a wake-up requeues it. A
-// TASK_UNINTERRUPTIBLE sleep counts in this rq's nr_uninterruptible
-// (sched_contributes_to_load) when p actually leaves; the activation
-// that wakes p takes it back on whatever rq it wakes on, so one rq's
-// count may go negative: only the sum means something. Reports whether p
-// left (false: delayed).
+// special state (is_special_task_state: TASK_DEAD, TASK_WAKING) adds
+// DEQUEUE_SPECIAL, which is never delayed. A TASK_UNINTERRUPTIBLE sleep
+// counts in this rq's nr_uninterruptible (sched_contributes_to_load)
+// when p actually leaves; the activation that wakes p takes it back on
+// whatever rq it wakes on, so one rq's count may go negative: only the
+// sum means something. Reports whether p left (false: delayed).
 func (r *RQ) BlockTask(c *percpu.Ctx, p *task.Task, st task.State) bool {
-	return r.BlockTaskFlags(c, p, st, 0)
-}
-
-// BlockTaskFlags is BlockTask with extra dequeue flags (DequeueSpecial:
-// never delayed).
-func (r *RQ) BlockTaskFlags(c *percpu.Ctx, p *task.Task, st task.State, extra int) bool {
 	p.ContributesToLoad = st.Uninterruptible()
-	flags := DequeueSleep | extra
-	if st == task.Dead {
+	flags := DequeueSleep
+	if task.IsSpecialTaskState(st) {
 		flags |= DequeueSpecial
 	}
 	if !r.Dequeue(c, p, flags) {

@@ -51,6 +51,15 @@ func (s State) Matches(mask StateMask) bool {
 	return false
 }
 
+// IsSpecialTaskState is is_special_task_state(): the states that do not
+// use the normal wait-loop pattern, which block_task dequeues with
+// DEQUEUE_SPECIAL (never delayed). The kernel's set is __TASK_STOPPED,
+// __TASK_TRACED, TASK_PARKED, TASK_DEAD, TASK_WAKING and TASK_FROZEN
+// (include/linux/sched.h); of those the model has TASK_DEAD and
+// TASK_WAKING. TASK_WAKING makes proxy_needs_return's
+// block_task(rq, p, TASK_WAKING) a special dequeue.
+func IsSpecialTaskState(s State) bool { return s == Dead || s == Waking }
+
 // Uninterruptible reports whether s has TASK_UNINTERRUPTIBLE set
 // (UNINTERRUPTIBLE or KILLABLE): such a sleep counts in nr_uninterruptible.
 func (s State) Uninterruptible() bool { return s == Uninterruptible || s == Killable }
