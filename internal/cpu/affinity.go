@@ -197,18 +197,21 @@ func (cp *CPU) migrationStop() {
 }
 
 // stopperPreempt is the stop thread preempting rq->curr (the idle task
-// stands in for it): curr is switched out, the stopper is rq->donor, and
-// the CPU reschedules after it. The rq lock is held.
+// stands in for it): curr is switched out by a __schedule whose picked:
+// clears its TIF_NEED_RESCHED, the stopper is rq->donor, and the CPU
+// reschedules after it (the stopper sleeps when its work is done: the
+// flag is set on the stand-in). The rq lock is held.
 func (cp *CPU) stopperPreempt() {
 	c, r := cp.c, cp.rq
 	q := r.Curr()
 	r.UpdateCurr(c)
 	r.SetDonor(c, r.Idle)
-	r.SetNeedResched()
+	q.ClearTskNeedResched()
 	if q != r.Idle {
 		migrateDisableSwitch(r, q)
 		cp.switchTo(q, r.Idle)
 	}
+	r.SetNeedResched()
 	r.SetNextTask(c)
 	r.PublishPrio(c)
 }

@@ -24,6 +24,7 @@ func (cp *CPU) schedule(preempt bool) {
 	c, r, m := cp.c, cp.rq, cp.m
 	c.IrqDisable() // local_irq_disable(), then rq_lock()
 	r.Lock(c)
+	cp.inSchedule = true
 	cp.checkDonorHere()
 	r.UpdateCurrSchedule(c)
 	prev := r.Curr()
@@ -32,6 +33,8 @@ func (cp *CPU) schedule(preempt bool) {
 			cp.tryToBlockTask(prev, st)
 		}
 	}
+	// keepResched is the kernel's keep_resched label: the pick skips
+	// clear_tsk_need_resched(prev) of picked:.
 	keepResched := false
 	// balance_dl: the donor being put was a DL task that left the dl
 	// tree (slept or throttled). Read now, under the lock, while it is
@@ -57,15 +60,16 @@ func (cp *CPU) schedule(preempt bool) {
 			// this rq lock: it is queued here, and stop_sched_class is
 			// picked before every other class. The idle task stands in
 			// for it; its IPI (migrationStop) is pending and the CPU
-			// reschedules after it. Without this, a task woken onto this
-			// CPU's wake list whose mask then excluded the CPU was picked
-			// before the stopper could move it (invariant 2).
+			// reschedules after it (the stopper sleeps when done).
+			// Without this, a task woken onto this CPU's wake list whose
+			// mask then excluded the CPU was picked before the stopper
+			// could move it (invariant 2). A pick like any other:
+			// picked: clears prev's flag.
 			if r.Donor(c) != r.Idle {
 				r.UpdateCurr(c)
 			}
 			r.SetDonor(c, r.Idle)
 			next = r.Idle
-			keepResched = true
 			break
 		}
 		if r.CoreEnabled() {
@@ -119,6 +123,11 @@ func (cp *CPU) schedule(preempt bool) {
 				continue
 			}
 			if n == r.Idle {
+				// goto keep_resched: prev's flag stays, and
+				// proxy_resched_idle set the idle task's. --bug
+				// need-resched-cleared goes through picked: as v10/v11
+				// did, clearing prev's flag: harmless unless prev is
+				// the idle task, whose flag proxy_resched_idle just set.
 				r.ZapBalanceCallbacks(c)
 				next = n
 				if !c.Bug(bugs.NeedReschedCleared) {
@@ -156,7 +165,7 @@ func (cp *CPU) schedule(preempt bool) {
 		break
 	}
 	if !keepResched {
-		r.ClearNeedResched()
+		prev.ClearTskNeedResched() // picked:
 	}
 	if next != prev {
 		if prev != r.Idle {
@@ -175,6 +184,7 @@ func (cp *CPU) schedule(preempt bool) {
 	if cp.balancePush {
 		cp.balancePushCB()
 	}
+	cp.inSchedule = false
 	r.Unlock(c)
 	c.IrqEnable() // finish_task_switch: raw_spin_rq_unlock_irq()
 }

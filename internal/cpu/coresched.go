@@ -520,14 +520,17 @@ func (cp *CPU) coreRetainDonor() bool {
 // checkCoreCookie is the inline half of invariant 44: next is about to
 // execute here; no sibling may execute a task of another cookie, unless
 // a reschedule is pending there (the IPI that takes it out of user mode
-// is on its way). The core lock is held.
+// is on its way) or the sibling is inside __schedule, which may have
+// dropped the core lock mid-pick (find_proxy_task) with its prev still
+// rq->curr: it runs the scheduler, not prev's code. The core lock is
+// held.
 func (cp *CPU) checkCoreCookie(next *task.Task) {
 	r := cp.rq
 	for _, ri := range r.Core.Siblings {
 		if ri == r {
 			continue
 		}
-		if cur := ri.Curr(); !rq.CookieMatch(cur, next) && !ri.NeedResched() {
+		if cur := ri.Curr(); !rq.CookieMatch(cur, next) && !ri.NeedResched() && !cp.m.cpus[ri.CPU].inSchedule {
 			cp.m.Report(cp.c, check.InvCoreCookie, next, fmt.Sprintf("%v (cookie %d) switched in on cpu%d while sibling cpu%d executes %v (cookie %d), no reschedule pending", next, next.CoreCookie, r.CPU, ri.CPU, cur, cur.CoreCookie))
 			return
 		}

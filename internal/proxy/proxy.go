@@ -331,8 +331,11 @@ func runLink(c *percpu.Ctx, p *task.Task) {
 }
 
 // ReschedIdle is proxy_resched_idle(): make the idle task the donor (and
-// the next task), with need_resched set so that the CPU comes straight
-// back to pick again. Returns rq.Idle.
+// the next task), and set_tsk_need_resched(rq->idle): the flag is the
+// idle task's, so a CPU that switches to idle comes straight back to pick
+// again, while a pick_again that chooses another task leaves it set on
+// the idle task (harmless: the next switch to idle re-picks once).
+// Returns rq.Idle.
 func ReschedIdle(c *percpu.Ctx, r *rq.RQ) *task.Task {
 	r.AssertHeld(c)
 	if d := r.Donor(c); d != r.Idle {
@@ -340,7 +343,7 @@ func ReschedIdle(c *percpu.Ctx, r *rq.RQ) *task.Task {
 		c.Emit(trace.EvReschedIdle, 0, int32(d.ID), 0, 0)
 	}
 	r.SetDonor(c, r.Idle)
-	r.SetNeedResched()
+	r.Idle.SetTskNeedResched()
 	c.Inc(stats.ProxyReschedIdle)
 	return r.Idle
 }

@@ -72,10 +72,6 @@ type RQ struct {
 	// currPrio is the donor's prio, published at every switch for remote
 	// wakeup placement (cpupri). Written under the rq lock; read without it.
 	currPrio atomic.Int32
-	// needResched is TIF_NEED_RESCHED of this CPU's current task. Set by
-	// anyone holding the rq lock (resched_curr) or by the CPU itself; cleared by
-	// the CPU in __schedule.
-	needResched atomic.Bool
 
 	// Protected by the rq lock.
 	donor       *task.Task   // scheduling context; == curr unless proxying
@@ -424,22 +420,22 @@ func (r *RQ) NrRunning() int { return int(atomic.LoadInt32(r.nrRunning)) }
 // IsIdle is idle_cpu(): nothing queued and the idle task executing.
 func (r *RQ) IsIdle() bool { return atomic.LoadInt32(r.nrRunning) == 0 && r.curr.Load() == r.Idle }
 
-// NeedResched reports TIF_NEED_RESCHED.
-func (r *RQ) NeedResched() bool { return r.needResched.Load() }
+// NeedResched is test_tsk_need_resched(rq->curr): TIF_NEED_RESCHED of
+// the task this CPU executes (need_resched() when the CPU asks about
+// itself). The flag is the task's (task.Task.TestTskNeedResched): a
+// switch to another task leaves it behind.
+func (r *RQ) NeedResched() bool { return r.curr.Load().TestTskNeedResched() }
 
-// SetNeedResched sets TIF_NEED_RESCHED on this CPU's current task, from
-// the CPU itself (no IPI needed).
-func (r *RQ) SetNeedResched() { r.needResched.Store(true) }
+// SetNeedResched is resched_curr() by the CPU on its own runqueue:
+// TIF_NEED_RESCHED on rq->curr, no IPI needed.
+func (r *RQ) SetNeedResched() { r.curr.Load().SetTskNeedResched() }
 
-// ClearNeedResched clears TIF_NEED_RESCHED; only the owning CPU does this,
-// in __schedule.
-func (r *RQ) ClearNeedResched() { r.needResched.Store(false) }
-
-// ReschedCurr is resched_curr(): mark the current task for rescheduling
-// and, if this is another CPU, send it an IPI. The rq lock must be held.
+// ReschedCurr is resched_curr(): mark rq->curr for rescheduling and, if
+// this is another CPU, send it an IPI; nothing when curr's flag is set
+// already. The rq lock must be held.
 func (r *RQ) ReschedCurr(c *percpu.Ctx) {
 	r.AssertHeld(c)
-	if r.needResched.Swap(true) {
+	if r.curr.Load().TestAndSetTskNeedResched() {
 		return
 	}
 	if r.CPU != c.ID && r.Kick != nil {

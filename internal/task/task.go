@@ -250,6 +250,17 @@ type Task struct {
 	onRQ  atomic.Int32 // on_rq: written under the rq lock of task_cpu
 	onCPU atomic.Int32 // on_cpu: 1 from switch-in until switch-out has finished
 	cpu   atomic.Int32 // task_cpu: written under the rq lock (and PiLock on wake)
+	// needResched is TIF_NEED_RESCHED in the task's thread_info flags:
+	// set on rq->curr by resched_curr and on rq->idle by
+	// proxy_resched_idle's set_tsk_need_resched, both under the task's
+	// rq lock; cleared for prev by __schedule (clear_tsk_need_resched,
+	// rq lock held); tested without a lock by the task itself
+	// (need_resched()) and by other CPUs (test_tsk_need_resched(rq->curr)).
+	// Atomic bit operations on thread_info->flags in the kernel. The flag
+	// belongs to the task, not the CPU: a flag left set on a task that
+	// is switched out (the idle task after proxy_resched_idle, a prev
+	// that left through keep_resched) is still set when it next runs.
+	needResched atomic.Bool
 
 	// PiLock serialises wakeups of this task.
 	PiLock spinlock.Lock
@@ -642,6 +653,20 @@ func (p *Task) SetOnCPU(on bool) {
 	}
 	p.onCPU.Store(v)
 }
+
+// TestTskNeedResched is test_tsk_need_resched(p); need_resched() is
+// this on current.
+func (p *Task) TestTskNeedResched() bool { return p.needResched.Load() }
+
+// SetTskNeedResched is set_tsk_need_resched(p).
+func (p *Task) SetTskNeedResched() { p.needResched.Store(true) }
+
+// TestAndSetTskNeedResched sets TIF_NEED_RESCHED and reports whether it
+// was set already (__resched_curr's test, then set, under the rq lock).
+func (p *Task) TestAndSetTskNeedResched() bool { return p.needResched.Swap(true) }
+
+// ClearTskNeedResched is clear_tsk_need_resched(p).
+func (p *Task) ClearTskNeedResched() { p.needResched.Store(false) }
 
 // CPU is task_cpu(p).
 func (p *Task) CPU() int { return int(p.cpu.Load()) }
