@@ -905,9 +905,11 @@ func (r *RQ) checkPreemptWakeupFair(c *percpu.Ctx, p *task.Task) {
 	}
 }
 
-// Tick is the class part of scheduler_tick(): charge, then decide whether
-// the donor's slice is over (tick is the virtual ns between ticks, TICK_NSEC).
-// Returns true if it set need_resched.
+// Tick is the class part of sched_tick(): donor->sched_class->task_tick
+// (tick is the virtual ns between ticks, TICK_NSEC). Only the donor's
+// own class looks: task_tick_idle does nothing, and no class reschedules
+// because a task of a higher class is queued (that is wakeup_preempt's
+// business, at the enqueue). Returns true if it set need_resched.
 func (r *RQ) Tick(c *percpu.Ctx, tick int64) bool {
 	r.AssertHeld(c)
 	resched := r.updateCurr(c, false) && !r.NeedResched()
@@ -916,11 +918,7 @@ func (r *RQ) Tick(c *percpu.Ctx, tick int64) bool {
 	}
 	d := r.donor
 	if d == r.Idle {
-		if atomic.LoadInt32(r.nrRunning) > 0 {
-			r.SetNeedResched()
-			return true
-		}
-		return false
+		return false // task_tick_idle
 	}
 	se := &d.SE
 	switch se.Policy {
@@ -948,10 +946,6 @@ func (r *RQ) Tick(c *percpu.Ctx, tick int64) bool {
 			}
 		}
 		return false
-	}
-	if len(r.rt) > 0 || len(r.dl) > 0 {
-		r.SetNeedResched()
-		return true
 	}
 	if r.CoreEnabled() && !c.Bug(bugs.CoreFINoTick) && r.coreTickForceIdle(se) {
 		r.SetNeedResched()
