@@ -15,7 +15,9 @@ import (
 )
 
 // schedule is __schedule(). preempt is SM_PREEMPT: the current task is
-// not going to sleep even if its state says so.
+// not going to sleep even if its state says so. The idle task enters it
+// only from the idle loop, which is schedule_idle(): __schedule(SM_IDLE),
+// whose fast path keeps the idle task when nothing is queued.
 //
 // With proxy execution the pick has two results: rq.donor, the task whose
 // scheduling context (class, priority, vruntime) is charged, and rq.curr,
@@ -28,7 +30,14 @@ func (cp *CPU) schedule(preempt bool) {
 	cp.checkDonorHere()
 	r.UpdateCurrSchedule(c)
 	prev := r.Curr()
-	if !preempt && prev != r.Idle {
+	// SM_IDLE: with rq->nr_running 0 the idle task stays (next = prev,
+	// goto picked): no pick_next_task, so no newidle balancing, no
+	// core-wide selection (a sibling's stale core_pick for this CPU
+	// stays, and so does the core's forced-idle state), no find_proxy_task.
+	idleFast := prev == r.Idle && r.NrRunning() == 0
+	if idleFast {
+		c.Inc(stats.SchedIdleFast)
+	} else if !preempt && prev != r.Idle {
 		if st := prev.State(); st != task.Running {
 			cp.tryToBlockTask(prev, st)
 		}
@@ -49,7 +58,10 @@ func (cp *CPU) schedule(preempt bool) {
 	// dropped (a runqueue holding a thousand donors of an owner that left
 	// drains in a thousand re-picks, and that is progress).
 	maxRepick := 1000 + 2*r.NrRunning()
-	for pick := 0; ; pick++ {
+	if idleFast {
+		next = prev
+	}
+	for pick := 0; !idleFast; pick++ {
 		// pick_again
 		if n := r.BalanceCallbacks(); n != 0 {
 			m.Report(c, check.InvBalanceCallbacks, nil, fmt.Sprintf("%d balance callbacks left from an abandoned pick at pick_again on cpu%d", n, r.CPU))

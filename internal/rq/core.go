@@ -184,10 +184,18 @@ func (r *RQ) SchedCoreAccountForceidle(c *percpu.Ctx) int64 {
 			// another core's lock, there.
 			p = nil
 		}
+		stale := p != nil
 		if p == nil {
 			p = ri.Curr()
 		}
 		if p == ri.Idle {
+			continue
+		}
+		if stale && p.Freed() {
+			// The kernel holds no reference on core_pick: a pick left
+			// behind (the SM_IDLE fast path does not clear it) may
+			// outlive its task's grace period.
+			c.Warn(check.InvUseAfterFree, p.ID, p.String(), "sched_core_account_forceidle on cpu%d charges %v through cpu%d's core_pick after its last reference was dropped (exited and freed)", r.CPU, p, ri.CPU)
 			continue
 		}
 		running++

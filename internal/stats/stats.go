@@ -130,6 +130,7 @@ const (
 	NewidleCutDomain       // newidle domain walks stopped before a domain: avg_idle < the walk's cost so far + that domain's max_newidle_lb_cost
 	NewidleCostNs          // virtual ns spent in newidle domain walks (their cost, charged to nobody)
 	BlockedWaiterDeadSkips // do_activate_blocked_waiter found the waiter TASK_DEAD and left it (finding F15's fix)
+	SchedIdleFast          // __schedule(SM_IDLE) with nothing queued: the idle task stays, no pick_next_task
 	NumCounters
 )
 
@@ -162,7 +163,7 @@ var CounterNames = [NumCounters]string{
 	"eevdf_picks_protected", "eevdf_picks_searched",
 	"newidle_balances", "newidle_domains", "newidle_pulls",
 	"newidle_cut_ttwu_pending", "newidle_cut_overload", "newidle_cut_avg_idle", "newidle_cut_domain", "newidle_cost_ns",
-	"blocked_waiter_dead_skips",
+	"blocked_waiter_dead_skips", "sched_idle_fast",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
