@@ -32,7 +32,7 @@ var findings = []struct {
 	{"srq-pulls-donor", "238", "no-stale-rq-ref", append([]string{"--sched-features", "SHARED_RUNQ"}, quietInjectors...)},
 	// F7 and F8 need core scheduling switched off and on at run time.
 	{"core-flip-repick", "21", "rq-lock-identity", append([]string{"--core-sched", "--core-sched-toggle-interval", "2ms"}, quietInjectors...)},
-	{"core-flip-stale-pick", "10", "single-run", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
+	{"core-flip-stale-pick", "1", "single-run", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
 }
 
 // quietInjectors switches off the stress injectors that are on by default

@@ -99,9 +99,10 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 		}
 	}
 	cpu := m.selectTaskRQ(c, p)
-	if c.Bug(bugs.ReturnToOffline) && p.CPU() != p.WakeCPU {
-		// Before v16: a returning donor goes straight back to wake_cpu,
-		// online or not.
+	if (c.Bug(bugs.ReturnToOffline) || c.Bug(bugs.WakeCPUOutsideMask)) && p.CPU() != p.WakeCPU {
+		// Before v16 (v11 for a wake_cpu outside the mask): a
+		// returning donor goes straight back to wake_cpu, online or
+		// not, allowed or not.
 		cpu = p.WakeCPU
 	}
 	if cpu != p.CPU() {

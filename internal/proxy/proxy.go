@@ -123,7 +123,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 		if owner == nil {
 			// The lock is free or being handed over: p may take it.
 			p.ClearBlockedOn(c, nil, true)
-			if p == curr || p.WakeCPU == this {
+			if p == curr || atHome(c, p, this) {
 				// Run p here (its __state is still the sleep state; it
 				// goes round its wait loop).
 				runLink(c, p)
@@ -473,9 +473,21 @@ func reasonFor(i int) trace.MigrateReason {
 	return trace.ReasonChain
 }
 
+// atHome is the reference's "p is at home" test, p->wake_cpu ==
+// task_cpu(p) (cpu is task_cpu(p)), which lets a woken link run where it
+// is queued. wake_cpu is not kept inside the mask: affine_move_task
+// leaves it alone unless it moves the task (the exempt blocked rq->donor,
+// a donor proxy-migrated onto an allowed CPU whose home the new mask
+// excludes, then migrated back there). Finding F13's complete fix also
+// requires the CPU to be allowed (cpus_ptr); --bug donor-affinity-exempt
+// restores the reference's test of wake_cpu alone.
+func atHome(c *percpu.Ctx, p *task.Task, cpu int) bool {
+	return p.WakeCPU == cpu && (p.AllowedOn(cpu) || c.Bug(bugs.DonorAffinityExempt))
+}
+
 // NeedsReturn is proxy_needs_return(), called by ttwu_runnable for an
-// is_blocked p with its pi_lock and the rq lock held. At home (task_cpu
-// == wake_cpu) nothing happens: the caller makes p RUNNING in place.
+// is_blocked p with its pi_lock and the rq lock held. At home (atHome)
+// nothing happens: the caller makes p RUNNING in place.
 // Away from home p's blocked_on is cleared; if it is rq->curr it just
 // goes on running; if it is rq->donor, curr becomes its own donor
 // (proxy_reset_donor); then p is dequeued as a TASK_WAKING sleeper and
@@ -483,7 +495,7 @@ func reasonFor(i int) trace.MigrateReason {
 // it on an allowed CPU.
 func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 	r.AssertHeld(c)
-	if p.CPU() == p.WakeCPU {
+	if atHome(c, p, p.CPU()) {
 		return false
 	}
 	p.BlockedLock.Lock(c.CPU)

@@ -290,6 +290,11 @@ type Task struct {
 	// SRQ is p->shared_runq_node (SHARED_RUNQ): the shard it is linked on.
 	SRQ            SRQNode
 	MigrationReady bool // protected by the rq lock: affinity moved away from a running task; move it when it switches out
+	// MigrationDest is affine_move_task's pending->arg.dest_cpu: where
+	// the stopper moves the task (or points its wake_cpu, if it is no
+	// longer queued by then). Set under pi_lock by every affinity change
+	// (a later one updates a pending move, as the kernel's does).
+	MigrationDest int
 	// StopFailed (rq lock): the stopper could not move the task off a CPU
 	// its mask no longer allows, because the destination went inactive
 	// meanwhile (migration_cpu_stop's "XXX __migrate_task() can fail ...
