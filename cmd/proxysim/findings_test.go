@@ -30,9 +30,12 @@ var findings = []struct {
 	// F6-F8 were shrunk before stress sent signals and spurious wake-ups
 	// by default: their reproducers switch those injectors off.
 	{"srq-pulls-donor", "238", "no-stale-rq-ref", append([]string{"--sched-features", "SHARED_RUNQ"}, quietInjectors...)},
-	// F7 and F8 need core scheduling switched off and on at run time.
-	{"core-flip-repick", "21", "rq-lock-identity", append([]string{"--core-sched", "--core-sched-toggle-interval", "2ms"}, quietInjectors...)},
-	{"core-flip-stale-pick", "1", "single-run", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
+	// F7 and F8 need core scheduling switched off and on at run time:
+	// the toggler takes every cookie away (the last put's work switches
+	// core scheduling off) and gives them back (the first get switches
+	// it on).
+	{"core-flip-repick", "12", "rq-lock-identity", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
+	{"core-flip-stale-pick", "9", "one-queue", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
 }
 
 // quietInjectors switches off the stress injectors that are on by default

@@ -78,6 +78,7 @@ const (
 	ActivateExited                   // finding F15: activate_blocked_waiters enqueues a waiter that was woken meanwhile and has exited
 	CoreReplenishStalePick           // finding F16: dl_task_timer's replenish leaves a sibling's core-wide selection valid; the re-pick after a proxy migration takes it and idles
 	CoreThrottleStalePick            // finding F17: update_curr_dl's throttle of a proxy's donor leaves a sibling's core-wide selection of that donor valid; the fast path picks it throttled
+	CoreOffForcedIdle                // __sched_core_disable reschedules no sibling: one the last core pick left forced idle keeps idling with tasks queued
 	NumBugs
 )
 
@@ -245,6 +246,9 @@ var Catalogue = []Bug{
 	{CoreThrottleStalePick, 0, "core-throttle-stale-pick", Finding, "open@014c4be7",
 		"The mirror of F16. A sibling's core-wide selection picks this CPU's blocked donor (pick_task returns the donor; rq->curr is its proxy), and the reschedule-siblings loop keeps rq_i->core_pick because rq_i->curr != rq_i->core_pick, and IPIs. If this CPU's tick then runs out the donor's SCHED_DEADLINE budget before it reschedules (the proxy has preemption or interrupts off), update_curr_dl_se throttles with dequeue_dl_entity, not dequeue_task: sched_core_dequeue is not called and core_task_seq does not move. The fast path takes the stale pick, the throttled donor, put_prev_set_next_task returns at once (next == prev) and find_proxy_task runs the owner on the throttled donor's context: a DL scheduling context with no budget, off the dl tree and uncharged (update_curr_dl returns for an entity not on the dl_rq), until its dl_timer replenishes it, up to a period later. Mainline cannot get here: without proxy execution only a running task is charged, and a pick equal to rq_i->curr is cleared. The model's fix bumps core_task_seq at the throttle (as F16's does at the replenish); --bug restores the reference. Needs --core-sched and DL donors",
 		"inline where the pick becomes rq->donor: it is a throttled SCHED_DEADLINE task (invariant 64)"},
+	{CoreOffForcedIdle, 0, "core-off-forced-idle", Finding, "open@014c4be7",
+		"Mainline core scheduling, not specific to proxy execution. A sibling that the last core-wide pick left forced idle, with tasks queued, waits for the core's next scheduling edge: the cookie changes that follow (sched_core_update_cookie) reschedule only a task that is on a CPU (its comment defers the forced-idle change \"to the next scheduling edge, rather than always forcing a reschedule here\") and dequeue with DEQUEUE_SAVE, so sched_core_dequeue's forced-idle reschedule does not fire. When the task running on the other sibling is untagged, nothing on the core reschedules; if the last cookie's put work then switches core scheduling off (__sched_core_put -> __sched_core_disable -> __sched_core_flip(false), which only clears core_enabled and core_forceidle_start), no core-wide pick and no task_tick_core will come either, and that CPU idles with runnable tasks until something else kicks it (a wake-up to it, a balancer's pull). The model's fix reschedules, in __sched_core_flip(false) under sched_core_lock, every sibling that is idle with tasks queued; --bug restores the reference. Needs --core-sched and a switch-off (the toggler takes every cookie away)",
+		"audit: a CPU idles with tasks queued and no reschedule pending (invariant 30)"},
 }
 
 // raceOnly are the entries only the race detector catches.
@@ -265,6 +269,8 @@ func (b Bug) HuntSkip() string {
 		return "needs a waiter to be woken, run and exit inside the few instructions between activate_blocked_waiters' unlock of the owner's blocked_lock and do_activate_blocked_waiter's pi_lock: 2 of 4 stress runs at 16 CPUs in 60 s (about 36 s each), 0 of 2 at 64 CPUs, and no deterministic strategy in 20 s; internal/cpu/testdata/finding_activate_exited.txt pins it deterministically"
 	case b.ID == CoreReplenishStalePick:
 		return "needs a DL task's dl_timer to fire between a sibling's core-wide selection that gave this CPU a lower-priority task and this CPU's re-pick after a proxy migration's lock drop; no invariant fires inline (the DL task waits queued behind the other): internal/cpu/testdata/finding_core_replenish_stale_pick_fair.txt pins it deterministically"
+	case b.ID == NeedReschedCleared:
+		return "with TIF_NEED_RESCHED a flag of the task, clearing prev's flag after find_proxy_task returned idle strands a CPU only when prev is the idle task, and the reference's paths that return idle to an idle prev (an owner migrating in, a hand-off pending) end in an attach or wake-up that kicks it: 0 of 1 hunt at 256 CPUs and 0 of 3 at 64 CPUs in 60 s each"
 	case b.ID == DonorAffinityExempt:
 		return "needs a mask change in the window between a proxy's unlock waking its donor and the next schedule: 1/3 runs at 64 CPUs in 60 s, 2/3 at 16 CPUs with --shuffle-interval 1ms in 30 s (4 s and 23 s); internal/cpu/testdata/finding_donor_affinity_exempt.txt pins it deterministically"
 	}

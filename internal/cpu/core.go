@@ -240,6 +240,12 @@ func (cp *CPU) switchTo(prev, next *task.Task) {
 			// DEAD task, not freed memory.
 			prev.PutTaskStructRCUUser()
 			cp.rcuPuts = append(cp.rcuPuts, prev)
+			if prev.CoreCookie != 0 && m.cfg.CoreSched != CoreOff {
+				// sched_core_free(): the cookie reference goes with
+				// the task (the kernel puts it when the struct is
+				// freed, a grace period later).
+				m.schedCorePut()
+			}
 		}
 	}
 }

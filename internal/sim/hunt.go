@@ -133,12 +133,12 @@ func HuntSetup(o *Options) {
 		}
 		o.CPUs = min(o.CPUs, 4)
 	}
-	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreDLTie, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreRTForceidle, bugs.CoreTreeStaleKey, bugs.CoreReplenishStalePick, bugs.CoreThrottleStalePick} {
+	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreDLTie, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreRTForceidle, bugs.CoreTreeStaleKey, bugs.CoreReplenishStalePick, bugs.CoreThrottleStalePick, bugs.CoreOffForcedIdle} {
 		if o.Bugs.Has(b) && o.CoreSched == "" {
 			o.CoreSched = "on" // these live in core scheduling's code
 		}
 	}
-	for _, b := range []bugs.ID{bugs.CoreLockFlip, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
+	for _, b := range []bugs.ID{bugs.CoreLockFlip, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreOffForcedIdle} {
 		if o.Bugs.Has(b) && o.CoreToggleInterval == 0 {
 			o.CoreToggleInterval = 5 * time.Millisecond // they need flips at run time
 		}

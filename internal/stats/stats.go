@@ -131,6 +131,7 @@ const (
 	NewidleCostNs          // virtual ns spent in newidle domain walks (their cost, charged to nobody)
 	BlockedWaiterDeadSkips // do_activate_blocked_waiter found the waiter TASK_DEAD and left it (finding F15's fix)
 	SchedIdleFast          // __schedule(SM_IDLE) with nothing queued: the idle task stays, no pick_next_task
+	CoreTagRounds          // stress: core-scheduling toggler rounds (every cookie taken away, or given back)
 	NumCounters
 )
 
@@ -163,7 +164,7 @@ var CounterNames = [NumCounters]string{
 	"eevdf_picks_protected", "eevdf_picks_searched",
 	"newidle_balances", "newidle_domains", "newidle_pulls",
 	"newidle_cut_ttwu_pending", "newidle_cut_overload", "newidle_cut_avg_idle", "newidle_cut_domain", "newidle_cost_ns",
-	"blocked_waiter_dead_skips", "sched_idle_fast",
+	"blocked_waiter_dead_skips", "sched_idle_fast", "core_tag_rounds",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
