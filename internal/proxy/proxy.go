@@ -639,10 +639,13 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 }
 
 // doActivateBlockedWaiter is do_activate_blocked_waiter(): under w's
-// pi_lock, put a parked waiter on target's runqueue, unless it has been
-// woken (WAKING: ttwu owns it), is already queued, is still on_cpu
-// somewhere (v18: it was woken, ran, blocked again and is switching out),
-// or has been parked again on some list since its batch was detached.
+// pi_lock, put a parked waiter on target's runqueue, unless it is no
+// longer is_blocked, has been woken (WAKING: ttwu owns it), is already
+// queued, or is still on_cpu somewhere (v18: it was woken, ran, blocked
+// again and is switching out). Then, as C: proxy_set_task_cpu (wake_cpu
+// kept) before the target's lock, the load count taken back, the
+// activation (which unlinks w from any owner it was parked on again
+// since its batch was detached) and resched_curr of the target.
 func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *task.Task) {
 	w.PiLock.Lock(c.CPU)
 	defer w.PiLock.Unlock(c.CPU)
@@ -669,25 +672,25 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *
 	if c.Bug(bugs.LateActivationOnCPU) {
 		// Bug 1 (before v18): a waiter from a stale batch is activated
 		// even if, since it was detached, it was woken, ran and blocked
-		// again (still on_cpu where it ran, or parked anew).
-	} else if w.OnCPU() || w.SleepingOwner.Load() != nil {
-		// Still switching out where it ran, or parked again: whoever
-		// handles it now owns it. Stable here: parking needs w queued,
-		// and w's pi_lock keeps it off every queue.
+		// again and is still on_cpu where it ran.
+	} else if w.OnCPU() {
+		// Still switching out where it ran: that CPU's __schedule owns
+		// it.
 		return
 	}
 	tr := mach.RQ(target)
-	tr.Lock(c)
 	rq.SetTaskCPU(c, w, target, true, trace.ReasonActivation)
+	tr.Lock(c)
 	if w.ContributesToLoad {
 		tr.NrUninterruptible--
 	}
+	tr.UpdateClock(c)
 	tr.ActivateTask(c, w, rq.EnqueueWakeup|rq.EnqueueMigrated)
 	if st == task.Dead {
 		// --bug activate-exited: the reference's tests let it through.
 		c.Warn(check.InvExitedDead, w.ID, w.String(), "do_activate_blocked_waiter on cpu%d: %v has exited (TASK_DEAD, is_blocked from its last __schedule) and is enqueued with no reference held: it was woken, ran and exited after activate_blocked_waiters unlinked it from %v", target, w, owner)
 	}
-	tr.CheckPreemptCurr(c, w)
+	tr.ReschedCurr(c)
 	tr.Unlock(c)
 	c.Inc(stats.BlockedWaiterActivations)
 	c.Emit(trace.EvActivate, int32(w.ID), int32(owner.ID), int32(target), 0)
