@@ -141,6 +141,13 @@ func HuntSetup(o *Options) {
 	for _, b := range []bugs.ID{bugs.CoreLockFlip, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreOffForcedIdle} {
 		if o.Bugs.Has(b) && o.CoreToggleInterval == 0 {
 			o.CoreToggleInterval = 5 * time.Millisecond // they need flips at run time
+			if b == bugs.CoreFlipRepick || b == bugs.CoreFlipStalePick {
+				// F7's and F8's windows need many switches: with the
+				// toggler's rounds of cookie changes between them
+				// (core_task_seq bumped on every core they touch), 5 ms
+				// rounds took 16-35 s at 64 CPUs, 1 ms rounds 0.1-15 s.
+				o.CoreToggleInterval = time.Millisecond
+			}
 		}
 	}
 	if o.Bugs.Has(bugs.SRQPullsDonor) && o.SharedRunq == "" {
