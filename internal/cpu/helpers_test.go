@@ -3,6 +3,7 @@ package cpu
 import (
 	"testing"
 
+	"github.com/proxysim/proxysim/internal/proxy"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/task"
 )
@@ -93,6 +94,52 @@ func TestTaskIsPushable(t *testing.T) {
 		t.Error("Q with a pending affinity move: can_migrate_task refuses it")
 	}
 	r.Unlock(c1)
+}
+
+// task_is_blocked() is sched_proxy_exec() && blocked_on.lock: false with
+// proxy execution off whatever blocked_on holds.
+func TestTaskIsBlockedHelper(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		m := newHelperMachine(t, 1, func(cfg *Config) { cfg.Proxy = on })
+		mx := m.AddMutex("L")
+		prog := &task.Program{Ops: []task.Op{{Kind: task.OpCompute, Min: 1e9}}}
+		p, err := m.AddTask(TaskSpec{Name: "P", Mask: task.MaskOf(0), Prog: prog, CPU: 0, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := m.cpus[0].c
+		if proxy.TaskIsBlocked(c, p) {
+			t.Fatalf("proxy %v: task_is_blocked with blocked_on clear", on)
+		}
+		p.BlockedLock.Lock(c.CPU)
+		p.SetBlockedOn(c, mx)
+		p.BlockedLock.Unlock(c.CPU)
+		if got := proxy.TaskIsBlocked(c, p); got != on {
+			t.Fatalf("proxy %v, blocked_on set: task_is_blocked %v", on, got)
+		}
+	}
+}
+
+// is_cpu_allowed() for a user task: in cpus_ptr, then a migrate-disabled
+// task may stay on an online CPU, any other needs an active one.
+func TestIsCPUAllowed(t *testing.T) {
+	m := newHelperMachine(t, 3, func(cfg *Config) { cfg.Hotplug = true })
+	prog := &task.Program{Ops: []task.Op{{Kind: task.OpCompute, Min: 1e9}}}
+	p, err := m.AddTask(TaskSpec{Name: "P", Mask: task.MaskOf(0, 1), Prog: prog, CPU: 0, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.active[1].Store(false) // cpu1 going down: online, not active
+	for _, tc := range []struct {
+		cpu, disabled int
+		want          bool
+	}{{0, 0, true}, {1, 0, false}, {1, 1, true}, {2, 0, false}, {2, 1, false}} {
+		p.MigrationDisabled = tc.disabled
+		if got := m.isCPUAllowed(p, tc.cpu); got != tc.want {
+			t.Errorf("is_cpu_allowed(cpu%d, migration_disabled %d) = %v, want %v", tc.cpu, tc.disabled, got, tc.want)
+		}
+	}
+	p.MigrationDisabled = 0
 }
 
 // newHelperMachine is a machine of cpus CPUs with the default
