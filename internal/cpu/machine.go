@@ -199,21 +199,38 @@ type Machine struct {
 	hpRand         *rand.Rand
 	hpNext         int64
 	// coreFlipMu is sched_core_mutex: it serialises flips and guards
-	// coreOn (sched_core_count's "enabled" side). coreFlipDue is the
-	// stress toggle's next due time (virtual ns; the CPU that moves it
-	// on flips).
-	coreFlipMu  sync.Mutex
-	coreOn      bool
-	coreFlipDue atomic.Int64
-	live        *audit.Liveness // the liveness checks' memory (audits only)
-	grantIdx    grantIndex      // the flight recorder's grants, for invariant 33 (audits only)
-	srq         *srqState       // SHARED_RUNQ, nil unless configured
-	stopReq     chan struct{}
-	stopping    atomic.Bool
-	stopWhy     atomic.Pointer[string]
-	started     bool
-	wg          sync.WaitGroup
-	epochs      atomic.Uint64
+	// coreOn (core scheduling enabled). coreCount is sched_core_count,
+	// the cookie references tasks hold (an atomic, as the kernel's: the
+	// get and put fast paths take no lock); corePutQueued is
+	// sched_core_put's work (_work, __sched_core_put) pending. The first
+	// get enables core scheduling before its cookie is installed; the
+	// put of the last reference leaves the disable to that work, which
+	// runs from some CPU's tick (a kworker) and disables only if no get
+	// came meanwhile. coreFlipDue is the stress toggler's next due time
+	// (virtual ns; the CPU that moves it on runs the round).
+	coreFlipMu    sync.Mutex
+	coreOn        bool
+	coreCount     atomic.Int32
+	corePutQueued atomic.Bool
+	coreFlipDue   atomic.Int64
+	// coreTagMu serialises the stress toggler's rounds: an admin process
+	// that takes every task's cookie away (prctl), after which the
+	// kernel switches core scheduling off, and later gives them back,
+	// the first switching it on again. coreUntagged says the cookies are
+	// away; coreDropped holds them by pid. The toggler's own state (a
+	// user-space process's); respawnEpoch reads it at the barrier.
+	coreTagMu    sync.Mutex
+	coreUntagged bool
+	coreDropped  []uint64
+	live         *audit.Liveness // the liveness checks' memory (audits only)
+	grantIdx     grantIndex      // the flight recorder's grants, for invariant 33 (audits only)
+	srq          *srqState       // SHARED_RUNQ, nil unless configured
+	stopReq      chan struct{}
+	stopping     atomic.Bool
+	stopWhy      atomic.Pointer[string]
+	started      bool
+	wg           sync.WaitGroup
+	epochs       atomic.Uint64
 	// domainsMu is sched_domains_mutex: one rebuild at a time (TryLock
 	// only: a CPU goroutine must not block in Go while the conductor
 	// waits for it). nextRebuild is the virtual time of the next
@@ -501,6 +518,9 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	p, err := m.newTask(id, s.Name, s, m.cpus[s.CPU].c)
 	if err != nil {
 		return nil, err
+	}
+	if p.CoreCookie != 0 && m.cfg.CoreSched != CoreOff {
+		m.coreCount.Add(1) // the task's cookie reference (sched_core_get)
 	}
 	m.tasks = append(m.tasks, p)
 	m.specs = append(m.specs, s)

@@ -111,6 +111,13 @@ type CPU struct {
 	// stopWork lists tasks whose affinity no longer allows this CPU and
 	// which were running when it changed. Protected by the rq lock.
 	stopWork []*task.Task
+	// inSchedule is set while this CPU is inside __schedule, from its rq
+	// lock to the final unlock, the stretches where the pick has dropped
+	// the lock (find_proxy_task's migrations and activations, newidle)
+	// included. Protected by the rq lock (model bookkeeping for
+	// invariant 44: a sibling inside __schedule runs the scheduler, not
+	// its prev's code).
+	inSchedule bool
 
 	// CPU hotplug (internal/cpu/hotplug.go). hpReq is the pending request,
 	// posted by any CPU or the barrier, taken by this CPU.

@@ -651,6 +651,14 @@ func (a *analysis) criterion() []critKey {
 	}
 	if f.CPU >= 0 {
 		for _, fl := range spec.rq {
+			if fl == trace.FieldNeedResched {
+				// TIF_NEED_RESCHED is rq->curr's: the task the last
+				// write of rq->curr left there.
+				if w := lastBefore(a.writes[key{obj: trace.ObjRQ, id: int32(f.CPU), field: trace.FieldCurr}], a.end); w >= 0 {
+					add(key{obj: trace.ObjTask, id: int32(a.steps[w].Val), field: fl})
+				}
+				continue
+			}
 			add(key{obj: trace.ObjRQ, id: int32(f.CPU), field: fl})
 		}
 	}
@@ -734,7 +742,7 @@ var criteria = map[string]crit{
 	"chain-acyclic": {task: []trace.Field{trace.FieldBlockedOn}, others: []trace.Field{trace.FieldBlockedOn},
 		mutex: []trace.Field{trace.FieldOwner}, chain: true},
 	"progress": {task: []trace.Field{trace.FieldOnRQ, trace.FieldState, trace.FieldCPU},
-		rq: []trace.Field{trace.FieldCurr, trace.FieldDonor}, queue: true},
+		rq: []trace.Field{trace.FieldCurr, trace.FieldDonor, trace.FieldNeedResched}, queue: true},
 	"offline-cpu": {task: []trace.Field{trace.FieldCPU, trace.FieldOnRQ, trace.FieldWakeCPU}, queue: true},
 	"donor-handoff": {task: []trace.Field{trace.FieldBlockedDonor, trace.FieldBlockedOn},
 		others: []trace.Field{trace.FieldBlockedOn}, mutex: []trace.Field{trace.FieldOwner}},

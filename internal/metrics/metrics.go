@@ -91,6 +91,8 @@ var counterHelp = map[string]string{
 	"sleeping_owner_enqueues":    "Blocked donors parked on a sleeping lock owner.",
 	"blocked_waiter_activations": "Parked waiters re-activated when their lock owner woke.",
 	"blocked_waiter_dead_skips":  "Parked waiters that had exited by the time their owner's wake-up activated them, left alone (finding F15's fix).",
+	"sched_idle_fast":            "Reschedules of the idle task with nothing queued (__schedule(SM_IDLE)): no pick, the idle task stays.",
+	"core_tag_rounds":            "Stress: core-scheduling toggler rounds (every task's cookie taken away, or given back).",
 	"donor_handoffs":             "Mutex hand-offs to the blocked donor that was running the owner (blocked_donor).",
 	"find_proxy_task_calls":      "Calls of find_proxy_task.",
 	"find_proxy_task_retries":    "find_proxy_task calls that resolved no task and forced a re-pick.",

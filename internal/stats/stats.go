@@ -132,6 +132,8 @@ const (
 	BlockedWaiterDeadSkips // do_activate_blocked_waiter found the waiter TASK_DEAD and left it (finding F15's fix)
 	IPIsTaken              // IPIs taken by their target (sendings that found IPIs already pending are taken together)
 	IPILatenessNs          // virtual ns between an IPI's sending and its taking, summed (the clocks' skew as messages see it)
+	SchedIdleFast          // __schedule(SM_IDLE) with nothing queued: the idle task stays, no pick_next_task
+	CoreTagRounds          // stress: core-scheduling toggler rounds (every cookie taken away, or given back)
 	NumCounters
 )
 
@@ -166,6 +168,7 @@ var CounterNames = [NumCounters]string{
 	"newidle_cut_ttwu_pending", "newidle_cut_overload", "newidle_cut_avg_idle", "newidle_cut_domain", "newidle_cost_ns",
 	"blocked_waiter_dead_skips",
 	"ipis_taken", "ipi_lateness_ns",
+	"sched_idle_fast", "core_tag_rounds",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

@@ -52,6 +52,15 @@ func (s State) Matches(mask StateMask) bool {
 	return false
 }
 
+// IsSpecialTaskState is is_special_task_state(): the states that do not
+// use the normal wait-loop pattern, which block_task dequeues with
+// DEQUEUE_SPECIAL (never delayed). The kernel's set is __TASK_STOPPED,
+// __TASK_TRACED, TASK_PARKED, TASK_DEAD, TASK_WAKING and TASK_FROZEN
+// (include/linux/sched.h); of those the model has TASK_DEAD and
+// TASK_WAKING. TASK_WAKING makes proxy_needs_return's
+// block_task(rq, p, TASK_WAKING) a special dequeue.
+func IsSpecialTaskState(s State) bool { return s == Dead || s == Waking }
+
 // Uninterruptible reports whether s has TASK_UNINTERRUPTIBLE set
 // (UNINTERRUPTIBLE or KILLABLE): such a sleep counts in nr_uninterruptible.
 func (s State) Uninterruptible() bool { return s == Uninterruptible || s == Killable }
@@ -242,6 +251,17 @@ type Task struct {
 	onRQ  atomic.Int32 // on_rq: written under the rq lock of task_cpu
 	onCPU atomic.Int32 // on_cpu: 1 from switch-in until switch-out has finished
 	cpu   atomic.Int32 // task_cpu: written under the rq lock (and PiLock on wake)
+	// needResched is TIF_NEED_RESCHED in the task's thread_info flags:
+	// set on rq->curr by resched_curr and on rq->idle by
+	// proxy_resched_idle's set_tsk_need_resched, both under the task's
+	// rq lock; cleared for prev by __schedule (clear_tsk_need_resched,
+	// rq lock held); tested without a lock by the task itself
+	// (need_resched()) and by other CPUs (test_tsk_need_resched(rq->curr)).
+	// Atomic bit operations on thread_info->flags in the kernel. The flag
+	// belongs to the task, not the CPU: a flag left set on a task that
+	// is switched out (the idle task after proxy_resched_idle, a prev
+	// that left through keep_resched) is still set when it next runs.
+	needResched atomic.Bool
 
 	// PiLock serialises wakeups of this task.
 	PiLock spinlock.Lock
@@ -271,6 +291,11 @@ type Task struct {
 	// SRQ is p->shared_runq_node (SHARED_RUNQ): the shard it is linked on.
 	SRQ            SRQNode
 	MigrationReady bool // protected by the rq lock: affinity moved away from a running task; move it when it switches out
+	// MigrationDest is affine_move_task's pending->arg.dest_cpu: where
+	// the stopper moves the task (or points its wake_cpu, if it is no
+	// longer queued by then). Set under pi_lock by every affinity change
+	// (a later one updates a pending move, as the kernel's does).
+	MigrationDest int
 	// StopFailed (rq lock): the stopper could not move the task off a CPU
 	// its mask no longer allows, because the destination went inactive
 	// meanwhile (migration_cpu_stop's "XXX __migrate_task() can fail ...
@@ -751,6 +776,48 @@ func (p *Task) watchedSetOnCPU(on bool) {
 	}
 	p.onCPU.Store(v)
 	p.WatchWrite(trace.FieldOnCPU, int64(v))
+}
+
+// TestTskNeedResched is test_tsk_need_resched(p); need_resched() is
+// this on current.
+func (p *Task) TestTskNeedResched() bool {
+	if p.Watch != nil {
+		return p.watchedNeedResched()
+	}
+	return p.needResched.Load()
+}
+
+//go:noinline
+func (p *Task) watchedNeedResched() bool {
+	v := p.needResched.Load()
+	p.WatchRead(trace.FieldNeedResched, b2i(v))
+	return v
+}
+
+// SetTskNeedResched is set_tsk_need_resched(p).
+func (p *Task) SetTskNeedResched() {
+	p.needResched.Store(true)
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldNeedResched, 1)
+	}
+}
+
+// TestAndSetTskNeedResched sets TIF_NEED_RESCHED and reports whether it
+// was set already (__resched_curr's test, then set, under the rq lock).
+func (p *Task) TestAndSetTskNeedResched() bool {
+	old := p.needResched.Swap(true)
+	if p.Watch != nil && !old {
+		p.WatchWrite(trace.FieldNeedResched, 1)
+	}
+	return old
+}
+
+// ClearTskNeedResched is clear_tsk_need_resched(p).
+func (p *Task) ClearTskNeedResched() {
+	if p.Watch != nil && p.needResched.Load() {
+		p.WatchWrite(trace.FieldNeedResched, 0)
+	}
+	p.needResched.Store(false)
 }
 
 // CPU is task_cpu(p).
