@@ -157,3 +157,22 @@ func newHelperMachine(t *testing.T, cpus int, set func(*Config)) *Machine {
 	}
 	return m
 }
+
+// An offline CPU schedules nothing until it is brought up, whatever
+// need_resched its idle task carries: at the barrier it has nothing to
+// do. (Reading that flag as work to do kept an offline CPU coming back
+// to the barrier at its own clock for ever, and no window ever reached
+// the epoch's end: the hang of stress --cpus 16 --seed 1.)
+func TestOfflineCPUParksDespiteNeedResched(t *testing.T) {
+	m := newHelperMachine(t, 2, func(c *Config) { c.Hotplug = true })
+	cp := m.cpus[1]
+	m.online[1].Store(false)
+	cp.rq.SetNeedResched() // on the idle task, rq->curr
+	if at, busy := cp.wakeAt(); at != never || busy {
+		t.Fatalf("offline cpu1 with need_resched set on its idle task: wakeAt %d busy %v, want never and not busy", at, busy)
+	}
+	m.online[1].Store(true)
+	if at, _ := cp.wakeAt(); at != cp.c.Now {
+		t.Fatalf("online idle cpu1 with need_resched set: wakeAt %d, want its clock %d (pick again first)", at, cp.c.Now)
+	}
+}

@@ -255,6 +255,13 @@ func (cp *CPU) wakeAt() (int64, bool) {
 	c, r := cp.c, cp.rq
 	curr := r.Curr()
 	switch {
+	case cp.m.hotplug && !cp.m.cpuOnline(cp.id):
+		// An offline CPU sits in the hotplug thread's dead loop
+		// (cpuhp_report_idle_dead, arch_cpu_idle_dead): it schedules
+		// nothing until it is brought up, whatever need_resched its idle
+		// task carries (a resched_curr that came in as it went down).
+		// Only a window that brings it up releases it.
+		return never, false
 	case r.NeedResched():
 		// A schedule that overshot the horizon (proxy_resched_idle
 		// leaves need_resched set on the idle task): pick again first.
