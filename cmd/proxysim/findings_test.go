@@ -45,7 +45,7 @@ var findings = []struct {
 }
 
 // quietInjectors switches off the stress injectors that are on by default
-// since issue 14 (signals, spurious wake-ups, interruptible locks).
+// (signals, spurious wake-ups, interruptible locks).
 var quietInjectors = []string{"--signal-rate", "0", "--spurious-wake-rate", "0", "--lock-interruptible", "0"}
 
 func TestFindingsReproduce(t *testing.T) {

@@ -78,12 +78,12 @@ func stressDefaults() sim.Options {
 	// One critical section in ten runs migrate-disabled: migrate-disabled
 	// donors and owners for the proxy paths (set_task_cpu's exemption).
 	o.MigrateDisable = 0.1
-	// Issue 14's paths on by default: signals to random tasks and mutex
+	// On by default: signals to random tasks and mutex
 	// waiters, one in ten of them SIGKILL (the task exits, and a task of
 	// the same spec is forked in its slot: --respawn), a tenth of the
 	// lock instructions interruptible or killable (ww: interruptible),
 	// spurious wake-ups of mutex waiters.
-	// Issue 15's CPU hotplug on by default: a CPU down or up every 20 ms
+	// CPU hotplug on by default: a CPU down or up every 20 ms
 	// of virtual time, at most one CPU in 32 down at a time (so that a
 	// long soak keeps its machine); off under core scheduling, which the
 	// model does not combine with hotplug.

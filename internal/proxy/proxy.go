@@ -247,7 +247,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				goto out
 			}
 			act = actMigrate
-			if c.ProxySingleRQ { // issue 18, --proxy-exec single-rq: upstream does not migrate; proxy_deactivate(rq, donor)
+			if c.ProxySingleRQ { // --proxy-exec single-rq: upstream does not migrate; proxy_deactivate(rq, donor)
 				act = actDeactivateDonor
 			}
 			p.BlockedLock.Unlock(c.CPU)
