@@ -304,7 +304,7 @@ func catalogueNote(name string) string {
 		return "`" + name + "`"
 	}
 	if f := bugs.FindingOf(name); f != "" {
-		return fmt.Sprintf("`%s`, see docs/findings.md %s", name, f)
+		return fmt.Sprintf("`%s`, finding %s: see %s", name, f, bugs.FindingDoc(name))
 	}
 	return fmt.Sprintf("`%s` (%s, fixed in %s: proxysim bugs)", name, e.Kind, e.FixedIn)
 }

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/proxysim/proxysim/internal/bugs"
 )
 
 // findings are the holes proxysim found in the reference kernel's code
-// (docs/findings.md). Each has a shrunk scenario under testdata/findings
+// (docs/findings.md, the index; each written up under docs/findings/). Each has a shrunk scenario under testdata/findings
 // and a seed: with --bug NAME (the kernel's code) the documented command
 // breaks the named invariant, replay reproduces it at the same event, and
 // without the switch (the proposed fix) the same command runs clean.
@@ -83,7 +85,7 @@ var rewriteExplained = flag.Bool("rewrite-explained", false, "rewrite testdata/f
 
 // checkExplanation holds a finding's explanation fixed: proxysim explain
 // of its reproducer's report must print testdata/findings/BUG.explain.txt
-// (the interleaving docs/findings.md shows). A changed model shows up as
+// (the interleaving the finding's write-up shows). A changed model shows up as
 // a changed diagram, in review; rewrite with -rewrite-explained.
 func checkExplanation(t *testing.T, bug, report string) {
 	t.Helper()
@@ -104,6 +106,33 @@ func checkExplanation(t *testing.T, bug, report string) {
 	}
 	if out != string(want) {
 		t.Errorf("proxysim explain of %s's reproducer differs from %s (rewrite with -rewrite-explained if the model changed on purpose):\n%s", bug, golden, diffLines(string(want), out))
+	}
+}
+
+// TestFindingDocsShowExplanation: the write-up of each finding with a
+// reproducer shows the explanation proxysim generates for it, verbatim
+// (the golden TestFindingsReproduce holds fixed), so a regenerated
+// golden that was not copied into the write-up fails here.
+func TestFindingDocsShowExplanation(t *testing.T) {
+	for _, f := range findings {
+		doc := bugs.FindingDoc(f.bug)
+		if doc == "" {
+			t.Errorf("%s: no write-up (internal/bugs findingDocs)", f.bug)
+			continue
+		}
+		text, err := os.ReadFile(filepath.Join("..", "..", doc))
+		if err != nil {
+			t.Errorf("%s: %v", f.bug, err)
+			continue
+		}
+		golden, err := os.ReadFile(filepath.Join("..", "..", "testdata", "findings", f.bug+".explain.txt"))
+		if err != nil {
+			t.Errorf("%s: %v", f.bug, err)
+			continue
+		}
+		if !strings.Contains(string(text), "```\n"+string(golden)+"```\n") {
+			t.Errorf("%s does not show testdata/findings/%s.explain.txt verbatim in a code block", doc, f.bug)
+		}
 	}
 }
 

@@ -429,7 +429,7 @@ func (a *auditor) taskRefs() {
 // step, so a task whose do_exit ran is DEAD, off every runqueue and no
 // CPU's curr or donor. Anything else is a dead task back in the
 // scheduler: it is picked again, runs nothing and charges nothing, and
-// the fair runqueue's V stops under it (docs/findings.md).
+// the fair runqueue's V stops under it (docs/findings/withdrawn.md).
 func (a *auditor) exitedDead() {
 	// Queued tasks were looked at by queues (queuedExited): that walk
 	// also finds a reaped task, which leaves the task table when its slot

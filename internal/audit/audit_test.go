@@ -211,7 +211,7 @@ func TestParkedOwnerWokenWaiter(t *testing.T) {
 // Invariant 63 for a task off every queue: once do_exit has run, any
 // state but TASK_DEAD means a waker stored over it (the plain store of
 // TASK_DEAD that a try_to_wake_up past its state test overwrote with
-// TASK_WAKING, docs/findings.md).
+// TASK_WAKING, docs/findings/withdrawn.md).
 func TestExitedDeadOffQueue(t *testing.T) {
 	v := machine(1)
 	p := task.New(1, "p", 1, 0)

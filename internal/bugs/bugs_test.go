@@ -1,6 +1,8 @@
 package bugs
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,5 +34,25 @@ func TestKinds(t *testing.T) {
 	}
 	if findings == 0 {
 		t.Error("no findings in the catalogue")
+	}
+}
+
+// Every finding's write-up is listed in the index, docs/findings.md, so
+// that the path a failure report prints (FindingDoc) is reachable from
+// the index.
+func TestFindingDocsInIndex(t *testing.T) {
+	index, err := os.ReadFile(filepath.Join("..", "..", "docs", "findings.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range findings {
+		doc := FindingDoc(name)
+		if doc == "" {
+			t.Errorf("%s (%s): no write-up", name, f)
+			continue
+		}
+		if !strings.Contains(string(index), strings.TrimPrefix(doc, "docs/")) {
+			t.Errorf("%s (%s): docs/findings.md does not link %s", name, f, doc)
+		}
 	}
 }

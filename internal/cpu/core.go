@@ -84,7 +84,7 @@ func (cp *CPU) schedule(preempt bool) {
 			next = r.Idle
 			break
 		}
-		if r.CoreEnabled() {
+		if r.WatchedCoreEnabled() {
 			next = cp.corePickNextTask(pick)
 		} else {
 			next = r.PickNextTask(c)

@@ -69,7 +69,7 @@ func (m *Machine) enableCoreSched() {
 	}
 }
 
-// schedCoreFlip is __sched_core_flip(on): core by core, in the order of
+// schedCoreFlip is __sched_core_flip(): core by core, in the order of
 // their first CPU, under sched_core_lock. The caller holds
 // sched_core_mutex (coreFlipMu) and no rq lock. No cookie is held when
 // it runs (the first get flips on before its cookie is installed, the
@@ -404,7 +404,7 @@ func (cp *CPU) corePickNextTask(pick int) *task.Task {
 // goes the plain way (__pick_next_task); --bug core-flip-repick restores
 // the reference, which carries on.
 func (cp *CPU) coreFlippedOff() bool {
-	if cp.rq.CoreEnabled() || cp.c.Bug(bugs.CoreFlipRepick) {
+	if cp.c.Bug(bugs.CoreFlipRepick) || cp.rq.WatchedCoreEnabled() {
 		return false
 	}
 	cp.c.Inc(stats.CoreFlipRepicks)

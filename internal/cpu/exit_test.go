@@ -14,7 +14,7 @@ import (
 // that then took the lock without that wake-up, ran, unlocked and
 // exited) holds pi_lock until it has stored TASK_WAKING or TASK_RUNNING;
 // with a plain store of TASK_DEAD the waker's store lands on top of it
-// and the dead task is enqueued again (docs/findings.md, "a fair task
+// and the dead task is enqueued again (docs/findings/withdrawn.md, "a fair task
 // that V never reaches": 1 in about 20 loaded 64-CPU runs stopped on
 // invariant 30 that way). The test holds W's pi_lock, standing for that
 // waker between its state test and its store, while W's CPU runs do_exit:

@@ -14,7 +14,8 @@ import (
 //	0 f>g unlock 3 5
 //	0 f>g read  task 7 on_rq 0
 //	0 f>g write task 7 on_rq 1
-//	0 f>g check 15
+//	0 f>g check 15         (the audit's check)
+//	2 f>g warn 50          (an inline check on CPU 2)
 type script struct {
 	steps []trace.Step
 	paths []string
@@ -82,6 +83,9 @@ func parseScript(t *testing.T, text string) *script {
 		case "check":
 			s.Kind = trace.StepCheck
 			s.CPU = -1
+			fmt.Sscan(w[3], &s.Val)
+		case "warn": // an inline check on the line's CPU
+			s.Kind = trace.StepCheck
 			fmt.Sscan(w[3], &s.Val)
 		default:
 			t.Fatalf("bad line %q", l)
@@ -185,6 +189,59 @@ func TestSliceF1NeedsStaleEdge(t *testing.T) {
 	}
 	if !stale {
 		t.Fatalf("the enqueue on CPU2 is not kept as the write that made the park's read stale")
+	}
+}
+
+// The F7 shape: CPU2 holds the core's lock (rq0's, class 1 key 0) in
+// pick_next_task and drops it in newidle balancing; CPU0's tick runs the
+// last cookie put's __sched_core_flip(false), which clears both
+// siblings' core_enabled under their own locks; CPU2 retakes its own
+// lock and asserts rq0 held. Noise: CPU3's earlier flip on, and an
+// unrelated task on CPU1.
+const f7 = `
+3 sched_core_get>__sched_core_flip lock 1 0
+3 sched_core_get>__sched_core_flip lock 1 2
+3 sched_core_get>__sched_core_flip write rq 0 core_enabled 1
+3 sched_core_get>__sched_core_flip write rq 2 core_enabled 1
+3 sched_core_get>__sched_core_flip unlock 1 2
+3 sched_core_get>__sched_core_flip unlock 1 0
+2 __schedule lock 1 0
+2 __schedule write rq 2 donor 1
+2 __schedule>pick_next_task READ
+2 __schedule>pick_next_task>sched_balance_newidle unlock 1 0
+1 pick_next_task write task 3 on_rq 1
+0 scheduler_tick>__sched_core_flip lock 1 0
+0 scheduler_tick>__sched_core_flip lock 1 2
+0 scheduler_tick>__sched_core_flip write rq 0 core_enabled 0
+0 scheduler_tick>__sched_core_flip write rq 2 core_enabled 0
+0 scheduler_tick>__sched_core_flip unlock 1 2
+0 scheduler_tick>__sched_core_flip unlock 1 0
+2 __schedule>pick_next_task>sched_balance_newidle lock 1 2
+1 pick_next_task read task 3 on_rq 1
+2 __schedule>pick_next_task warn 50
+`
+
+func f7Failure() Failure {
+	return Failure{Invariant: 50, Name: "rq-lock-identity", CPU: 2, Task: 1, Tasks: []int32{1},
+		Message: "lockdep_assert_rq_held(rq0) on cpu2: rq_lockp() is rq->lock#0, not held here"}
+}
+
+// TestSliceF7ShowsTheFlip: the explanation of a runqueue lock that
+// changed identity under a CPU shows the CPU whose __sched_core_flip
+// changed it, both when the pick's entry test of core_enabled was
+// watched (the flip is the write that made that read stale) and when it
+// was not (the flip's write is a field the invariant rests on).
+func TestSliceF7ShowsTheFlip(t *testing.T) {
+	for _, read := range []string{"read rq 2 core_enabled 1", "read rq 2 balance_callback 0"} {
+		text := strings.Replace(f7, "READ", read, 1)
+		ex := Analyze(parseScript(t, text).input(f7Failure()), Options{})
+		got := lines(ex)
+		if !strings.Contains(got, "CPU0 scheduler_tick > __sched_core_flip: ") || !strings.Contains(got, "core_enabled = 0") {
+			t.Errorf("with %q: the slice lacks CPU0's flip:\n%s", read, got)
+		}
+		if strings.Contains(got, "CPU1") {
+			t.Errorf("with %q: the slice keeps the unrelated task on CPU1:\n%s", read, got)
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ var kfuncsExtra = map[string]string{
 	"rq.Dequeue":               "dequeue_task",
 	"rq.dequeueTask":           "dequeue_task",
 	"cpu.maybeActivateWaiters": "activate_blocked_waiters",
+	"cpu.setCookie":            "sched_core_update_cookie",
 }
 
 // KernelName maps a model function ("cpu.tryToWakeUp", trace.GoFuncName)

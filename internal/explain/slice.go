@@ -649,17 +649,28 @@ func (a *analysis) criterion() []critKey {
 			add(key{obj: trace.ObjMutex, id: m, field: fl})
 		}
 	}
+	rqs := []int{}
 	if f.CPU >= 0 {
+		rqs = append(rqs, f.CPU)
+	}
+	if spec.assertedRQ {
+		if m := assertedRQRE.FindStringSubmatch(f.Message); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil && n != f.CPU {
+				rqs = append(rqs, n)
+			}
+		}
+	}
+	for _, cpu := range rqs {
 		for _, fl := range spec.rq {
 			if fl == trace.FieldNeedResched {
 				// TIF_NEED_RESCHED is rq->curr's: the task the last
 				// write of rq->curr left there.
-				if w := lastBefore(a.writes[key{obj: trace.ObjRQ, id: int32(f.CPU), field: trace.FieldCurr}], a.end); w >= 0 {
+				if w := lastBefore(a.writes[key{obj: trace.ObjRQ, id: int32(cpu), field: trace.FieldCurr}], a.end); w >= 0 {
 					add(key{obj: trace.ObjTask, id: int32(a.steps[w].Val), field: fl})
 				}
 				continue
 			}
-			add(key{obj: trace.ObjRQ, id: int32(f.CPU), field: fl})
+			add(key{obj: trace.ObjRQ, id: int32(cpu), field: fl})
 		}
 	}
 	// The queue membership of the named tasks, wherever they are queued.
@@ -707,7 +718,14 @@ type crit struct {
 	chain bool
 	// leaf fields are context: their last write is shown, not explained.
 	leaf map[trace.Field]bool
+	// assertedRQ: the rq fields count for the runqueue a failed
+	// lockdep_assert_rq_held(rqN) names as well as for the CPU that
+	// found it (a sibling whose rq_lockp() changed under it).
+	assertedRQ bool
 }
+
+// assertedRQRE finds the runqueue of a failed lockdep_assert_rq_held.
+var assertedRQRE = regexp.MustCompile(`lockdep_assert_rq_held\(rq(\d+)\)`)
 
 var (
 	taskCore         = []trace.Field{trace.FieldState, trace.FieldOnRQ, trace.FieldCPU, trace.FieldBlockedOn, trace.FieldIsBlocked, trace.FieldSleepingOwner}
@@ -748,4 +766,11 @@ var criteria = map[string]crit{
 		others: []trace.Field{trace.FieldBlockedOn}, mutex: []trace.Field{trace.FieldOwner}},
 	"one-owner":   {task: []trace.Field{trace.FieldBlockedOn}, mutex: []trace.Field{trace.FieldOwner, trace.FieldWaiters}},
 	"exited-dead": {task: []trace.Field{trace.FieldState, trace.FieldOnRQ}, queue: true},
+	// "lockdep_assert_rq_held(rq0) on cpu2: rq_lockp() is ... not held
+	// here": which lock rq_lockp() names follows rq->core_enabled, so
+	// its last write on both runqueues (the __sched_core_flip of
+	// whichever CPU switched core scheduling) is what the check rests
+	// on, beside the CPU's own donor.
+	"rq-lock-identity": {task: taskCore, others: taskCore, mutex: []trace.Field{trace.FieldOwner},
+		rq: []trace.Field{trace.FieldDonor, trace.FieldCoreEnabled}, assertedRQ: true},
 }

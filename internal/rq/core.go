@@ -13,6 +13,7 @@ import (
 	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
+	"github.com/proxysim/proxysim/internal/trace"
 )
 
 // CoreState is the CONFIG_SCHED_CORE part of struct rq. Leader (rq->core)
@@ -70,6 +71,24 @@ type CoreState struct {
 // CoreEnabled is sched_core_enabled(rq): rq->core_enabled. Stable while
 // a lock of this rq's core is held (the flip takes them all).
 func (r *RQ) CoreEnabled() bool { return r.Core.Leader != nil && r.coreEnabled.Load() }
+
+// WatchedCoreEnabled is CoreEnabled for the tests pick_next_task
+// decides on (its entry test, the re-check after a lock drop): the read
+// is watched, so an explanation shows the flip that raced with it. A
+// machine without core scheduling (the static key off, no rq->core)
+// has nothing to race with and watches nothing.
+func (r *RQ) WatchedCoreEnabled() bool {
+	if r.Core.Leader == nil {
+		return false
+	}
+	on := r.coreEnabled.Load()
+	v := int64(0)
+	if on {
+		v = 1
+	}
+	r.watchRead(trace.FieldCoreEnabled, v)
+	return on
+}
 
 // EnableCore makes r a member of the core led by leader, with siblings
 // sibs (this rq included), core scheduling enabled: r's rq_lockp()

@@ -250,6 +250,11 @@ func (r *RQ) ShareLock(other *RQ) {
 func (r *RQ) SetCoreEnabled(c *percpu.Ctx, on bool) {
 	r.own.AssertHeld(c.CPU)
 	r.coreEnabled.Store(on)
+	v := int64(0)
+	if on {
+		v = 1
+	}
+	r.watchWrite(trace.FieldCoreEnabled, v)
 }
 
 // Lock is raw_spin_rq_lock(): take rq_lockp(rq). While core scheduling

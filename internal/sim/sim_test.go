@@ -28,7 +28,7 @@ func run(t testing.TB, o Options) *Summary {
 // depends on the host: about 3-4 ms on against 50-103 ms off in over
 // 3,000 runs of 2 s here, loaded or not, but 11.5 ms and 23 ms with proxy
 // on inside a full `go test -race ./...` (on this machine and on CI). That
-// open question is in docs/findings.md, not in this test.
+// open question is in docs/findings/candidates.md, not in this test.
 func TestPIProxyBoundsInversion(t *testing.T) {
 	o := Defaults()
 	o.CPUs, o.Workload, o.SimTime, o.Seed = 8, "pi", 600*time.Millisecond, 7

@@ -130,7 +130,7 @@ func (p *Task) watchedIsBlockedOnce() bool {
 // unconditionally (ttwu_do_wakeup's is_blocked = 0), and a remote
 // ttwu_runnable's store of 0 over 0 meets current's own lockless read in
 // try_to_wake_up's WARN; KCSAN, by default, reports only races that
-// change the value, and so does the model (docs/findings.md, "Looked at").
+// change the value, and so does the model (docs/findings/withdrawn.md).
 func (p *Task) SetIsBlocked(v bool) {
 	if (p.isBlocked != 0) == v {
 		return
