@@ -729,7 +729,9 @@ var criteria = map[string]crit{
 		rq:     []trace.Field{trace.FieldDonor, trace.FieldCurr}, chain: true},
 	"one-queue": {task: []trace.Field{trace.FieldOnRQ, trace.FieldCPU, trace.FieldDelayed},
 		others: []trace.Field{trace.FieldOnRQ}, queue: true},
-	"affinity":         {task: []trace.Field{trace.FieldCPU, trace.FieldOnCPU}, rq: []trace.Field{trace.FieldCurr}},
+	// affinity: where the task is and its mask, and the wake_cpu that
+	// decided where it was woken (the mask change the run slipped past).
+	"affinity":         {task: []trace.Field{trace.FieldCPU, trace.FieldOnCPU, trace.FieldMask, trace.FieldWakeCPU}, rq: []trace.Field{trace.FieldCurr}},
 	"wake-cpu":         {task: []trace.Field{trace.FieldWakeCPU, trace.FieldCPU, trace.FieldIsBlocked, trace.FieldMask}},
 	"migrate-disabled": {task: []trace.Field{trace.FieldCPU}},
 	"running-not-blocked": {task: []trace.Field{trace.FieldState, trace.FieldIsBlocked},
@@ -748,4 +750,8 @@ var criteria = map[string]crit{
 		others: []trace.Field{trace.FieldBlockedOn}, mutex: []trace.Field{trace.FieldOwner}},
 	"one-owner":   {task: []trace.Field{trace.FieldBlockedOn}, mutex: []trace.Field{trace.FieldOwner, trace.FieldWaiters}},
 	"exited-dead": {task: []trace.Field{trace.FieldState, trace.FieldOnRQ}, queue: true},
+	// dl-throttled-pick: the throttle, and the sibling's selection the
+	// fast path took (core_pick, written by the CPU that selected it).
+	"dl-throttled-pick": {task: []trace.Field{trace.FieldDLThrottled, trace.FieldOnRQ, trace.FieldCPU},
+		rq: []trace.Field{trace.FieldCorePick, trace.FieldDonor}},
 }

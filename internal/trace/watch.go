@@ -64,12 +64,15 @@ const (
 	FieldWakeEntry              // p->wake_entry: the CPU whose wake list it was put on (ttwu_queue_wakelist), taken off by that CPU (sched_ttwu_pending)
 	FieldBalanceCallbacks       // rq->balance_callback: how many are queued
 	FieldMask                   // p->cpus_mask: its first 64 CPUs as bits
+	FieldCorePick               // rq->core_pick: the task a core-wide selection left for this CPU (kept for a sibling, taken by the fast path)
+	FieldDLThrottled            // p->dl.dl_throttled
 	NumFields
 )
 
 var fieldNames = [NumFields]string{"", "__state", "on_rq", "on_cpu", "cpu", "wake_cpu", "blocked_on",
 	"is_blocked", "blocked_donor", "sleeping_owner", "blocked_head", "se.sched_delayed", "curr", "donor",
-	"need_resched", "queue", "owner", "wait_list", "wake_entry", "balance_callback", "cpus_mask"}
+	"need_resched", "queue", "owner", "wait_list", "wake_entry", "balance_callback", "cpus_mask",
+	"core_pick", "dl.dl_throttled"}
 
 func (f Field) String() string {
 	if f < NumFields {
