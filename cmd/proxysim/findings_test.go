@@ -44,6 +44,16 @@ var findings = []struct {
 	// broke on 2 of seeds 1-60 (10, 38), F8 on 9.
 	{"core-flip-repick", "10", "rq-lock-identity", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
 	{"core-flip-stale-pick", "19", "one-queue", append([]string{"--core-sched", "--core-sched-toggle-interval", "1ms", "--sim-time", "1s"}, quietInjectors...)},
+	// F13: w tasks contend for one mutex while a FIFO task moves their
+	// masks to random 2-CPU windows; a donor handed the lock runs outside
+	// its new mask.
+	{"donor-affinity-exempt", "1", "affinity", quietInjectors},
+	// F14: deadline donors of cookie 1 and owners of cookie 2 on two SMT
+	// cores; two donors with equal deadlines on siblings.
+	{"core-dl-tie", "33", "core-tie-max", quietInjectors},
+	// F17: fair owners and deadline donors of one cookie, with fair
+	// churn on the siblings making core-wide selections.
+	{"core-throttle-stale-pick", "1", "dl-throttled-pick", quietInjectors},
 }
 
 // quietInjectors switches off the stress injectors that are on by default

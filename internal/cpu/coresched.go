@@ -468,6 +468,7 @@ func (cp *CPU) coreReschedSiblings(next *task.Task, occ int, fiBefore bool) {
 			ri.Core.Pick = nil
 			continue
 		}
+		ri.WatchCorePick()
 		ri.ReschedCurr(c)
 		c.Inc(stats.CoreSiblingIPIs)
 	}

@@ -398,6 +398,7 @@ func New(cfg Config) (*Machine, error) {
 		m.hpNext = cfg.HotplugEvery
 		for _, cp := range m.cpus {
 			cp.c.CPUOnline = m.cpuOnline
+			cp.c.CPUActive = m.cpuActive
 		}
 	}
 	if cfg.CoreSched != CoreOff {

@@ -460,7 +460,7 @@ func (a *aliases) value(f trace.Field, v int64, n Names) string {
 			return "NULL"
 		}
 		return a.mutex(int32(v - 1))
-	case trace.FieldBlockedDonor, trace.FieldSleepingOwner, trace.FieldCurr, trace.FieldDonor:
+	case trace.FieldBlockedDonor, trace.FieldSleepingOwner, trace.FieldCurr, trace.FieldDonor, trace.FieldCorePick:
 		return a.task(int32(v))
 	case trace.FieldMask:
 		return cpuList(uint64(v))

@@ -318,3 +318,96 @@ func TestAliases(t *testing.T) {
 		}
 	}
 }
+
+// withCriterion runs f with criteria[name] replaced by c (the slicer's
+// rule as it was, for a mutation check), and restores it.
+func withCriterion(name string, c crit, f func()) {
+	old, had := criteria[name]
+	criteria[name] = c
+	defer func() {
+		if had {
+			criteria[name] = old
+		} else {
+			delete(criteria, name)
+		}
+	}()
+	f()
+}
+
+// The F13 shape: CPU1 changes the mask of the blocked donor 1 (on CPU0,
+// wake_cpu 0) to 2-3; CPU0's hand-off wakes it in place and switches it
+// in: invariant 2. The diagram must show the mask change and the
+// wake_cpu the wake-up trusted, not only the switch.
+const f13 = `
+0 move_queued_task>set_task_cpu write task 1 wake_cpu 0
+1 sched_setaffinity>__set_cpus_allowed_ptr lock 0 1
+1 sched_setaffinity>__set_cpus_allowed_ptr write task 1 cpus_mask 12
+1 sched_setaffinity>__set_cpus_allowed_ptr unlock 0 1
+3 pick_next_task write task 3 on_rq 1
+0 ttwu_runnable>ttwu_do_wakeup write task 1 is_blocked 0
+0 __schedule lock 1 0
+0 __schedule>context_switch write rq 0 curr 1
+0 __schedule>context_switch write task 1 on_cpu 1
+0 __schedule>context_switch read task 1 cpu 0
+0 __schedule warn 2
+`
+
+func TestSliceAffinityShowsMaskChange(t *testing.T) {
+	f := Failure{Invariant: 2, Name: "affinity", Message: "owner-0/1 executes on cpu0 outside its mask 2-3 (wake_cpu 0)", CPU: 0, Task: 1, Tasks: []int32{1}}
+	got := lines(Analyze(parseScript(t, f13).input(f), Options{}))
+	for _, want := range []string{"CPU1 sched_setaffinity > __set_cpus_allowed_ptr: lock O0->pi_lock; O0->cpus_mask = 2-3", "O0->wake_cpu = 0"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("slice lacks %q:\n%s", want, got)
+		}
+	}
+	// The rule as it was (where the task is and whether it runs) loses
+	// the mask change: the diagram showed a task running where it may
+	// not, with nothing saying when it stopped being allowed there.
+	withCriterion("affinity", crit{task: []trace.Field{trace.FieldCPU, trace.FieldOnCPU}, rq: []trace.Field{trace.FieldCurr}}, func() {
+		old := lines(Analyze(parseScript(t, f13).input(f), Options{}))
+		if strings.Contains(old, "cpus_mask") {
+			t.Errorf("the old criterion keeps the mask change too: the test cannot tell them apart:\n%s", old)
+		}
+	})
+}
+
+// The F17 shape: CPU2's core-wide selection leaves core_pick = 2 (the
+// donor) for CPU0; CPU0's tick throttles 2; CPU0's fast path takes the
+// pick: invariant 64. The diagram must show the selection on CPU2 and
+// the throttle.
+const f17 = `
+2 __schedule>pick_next_task lock 1 0
+2 __schedule>pick_next_task write rq 0 core_pick 2
+2 __schedule>pick_next_task unlock 1 0
+3 pick_next_task write task 3 on_rq 1
+0 update_curr_dl>update_curr_dl_se lock 1 0
+0 update_curr_dl>update_curr_dl_se write task 2 dl.dl_throttled 1
+0 update_curr_dl>update_curr_dl_se unlock 1 0
+0 __schedule lock 1 0
+0 __schedule>pick_next_task read task 2 cpu 0
+0 __schedule warn 64
+`
+
+func TestSliceDLThrottledPickShowsSelection(t *testing.T) {
+	f := Failure{Invariant: 64, Name: "dl-throttled-pick", Message: "the core pick on cpu0 returned donor-0/2, a throttled SCHED_DEADLINE task", CPU: 0, Task: 2, Tasks: []int32{2}}
+	check := func(got string) []string {
+		var missing []string
+		for _, want := range []string{"CPU2 __schedule > pick_next_task: lock rq0; rq0->core_pick = D0", "D0->dl.dl_throttled = 1"} {
+			if !strings.Contains(got, want) {
+				missing = append(missing, want)
+			}
+		}
+		return missing
+	}
+	got := lines(Analyze(parseScript(t, f17).input(f), Options{}))
+	if m := check(got); len(m) > 0 {
+		t.Errorf("slice lacks %q:\n%s", m, got)
+	}
+	// Without the invariant's own criterion (the default one, as before)
+	// neither the sibling's selection nor the throttle is shown.
+	withCriterion("dl-throttled-pick", defaultCriterion, func() {
+		if old := lines(Analyze(parseScript(t, f17).input(f), Options{})); len(check(old)) != 2 {
+			t.Errorf("the default criterion finds the selection or the throttle too: the test cannot tell them apart:\n%s", old)
+		}
+	})
+}

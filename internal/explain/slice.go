@@ -747,7 +747,9 @@ var criteria = map[string]crit{
 		rq:     []trace.Field{trace.FieldDonor, trace.FieldCurr}, chain: true},
 	"one-queue": {task: []trace.Field{trace.FieldOnRQ, trace.FieldCPU, trace.FieldDelayed},
 		others: []trace.Field{trace.FieldOnRQ}, queue: true},
-	"affinity":         {task: []trace.Field{trace.FieldCPU, trace.FieldOnCPU}, rq: []trace.Field{trace.FieldCurr}},
+	// affinity: where the task is and its mask, and the wake_cpu that
+	// decided where it was woken (the mask change the run slipped past).
+	"affinity":         {task: []trace.Field{trace.FieldCPU, trace.FieldOnCPU, trace.FieldMask, trace.FieldWakeCPU}, rq: []trace.Field{trace.FieldCurr}},
 	"wake-cpu":         {task: []trace.Field{trace.FieldWakeCPU, trace.FieldCPU, trace.FieldIsBlocked, trace.FieldMask}},
 	"migrate-disabled": {task: []trace.Field{trace.FieldCPU}},
 	"running-not-blocked": {task: []trace.Field{trace.FieldState, trace.FieldIsBlocked},
@@ -773,4 +775,8 @@ var criteria = map[string]crit{
 	// on, beside the CPU's own donor.
 	"rq-lock-identity": {task: taskCore, others: taskCore, mutex: []trace.Field{trace.FieldOwner},
 		rq: []trace.Field{trace.FieldDonor, trace.FieldCoreEnabled}, assertedRQ: true},
+	// dl-throttled-pick: the throttle, and the sibling's selection the
+	// fast path took (core_pick, written by the CPU that selected it).
+	"dl-throttled-pick": {task: []trace.Field{trace.FieldDLThrottled, trace.FieldOnRQ, trace.FieldCPU},
+		rq: []trace.Field{trace.FieldCorePick, trace.FieldDonor}},
 }

@@ -35,6 +35,9 @@ type Ctx struct {
 	// CPUOnline is cpu_online() when CPU hotplug is in use (nil: every
 	// CPU is online), for set_task_cpu's WARN.
 	CPUOnline func(cpu int) bool
+	// CPUActive is cpu_active() when CPU hotplug is in use (nil: every
+	// CPU is active), for find_proxy_task's test of the owner's CPU.
+	CPUActive func(cpu int) bool
 }
 
 // Warn is SCHED_WARN_ON() for the model's packages (rq, mutex): report a

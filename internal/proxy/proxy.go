@@ -229,18 +229,20 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				wl.Unlock(c.CPU)
 				return done(ReschedIdle(c, r))
 			}
-			if c.CPUOnline != nil && !c.CPUOnline(ownerCPU) && !c.Bug(bugs.ProxyMigrateOffline) {
-				// Finding F12's fix: an owner queued on an offline CPU
-				// is a throttled DL task (nothing else stays queued on
-				// a CPU that goes down), which cannot run before its
-				// dl_timer moves it to an active CPU
+			if c.CPUActive != nil && !c.CPUActive(ownerCPU) && !c.Bug(bugs.ProxyMigrateOffline) {
+				// Finding F12's fix: an owner queued on a CPU that is
+				// not active is on its way off it (balance_push) or, if
+				// the CPU is already offline, a throttled DL task that
+				// cannot run before its dl_timer moves it
 				// (dl_task_offline_migration). Migrating the donor
-				// there would strand it, and waiting for the timer
-				// would spin for up to a period: the donor sleeps
-				// instead (proxy_deactivate, as upstream's single-rq
-				// form does for every remote owner) and the hand-off
-				// wakes it. (cpu_online cannot change under our rq lock
-				// with IRQs off: take_cpu_down runs under stop_machine.)
+				// there would strand it (or leave sched_cpu_dying a
+				// task to find), and waiting would spin for up to a
+				// period: the donor is deactivated instead, as
+				// upstream's single-rq form does for every remote
+				// owner, and the hand-off wakes it. (The kernel's
+				// proxy_deactivate warns on a donor whose blocked_on is
+				// set, so the fix needs its deactivation without that
+				// warning, which is what Deactivate(woken=false) is.)
 				act = actDeactivateDonor
 				p.BlockedLock.Unlock(c.CPU)
 				wl.Unlock(c.CPU)

@@ -141,6 +141,9 @@ func (r *RQ) replenishDLEntity(c *percpu.Ctx, p *task.Task) {
 		c.Emit(trace.EvDLReplenish, int32(p.ID), int32(dl.Runtime/1000), int32((dl.Deadline-r.Clock)/1000), 0)
 	}
 	dl.Yielded = false
+	if dl.Throttled {
+		p.WatchWrite(trace.FieldDLThrottled, 0)
+	}
 	dl.Throttled = false
 }
 
@@ -205,6 +208,7 @@ func (r *RQ) dlCheckConstrainedDL(c *percpu.Ctx, p *task.Task) {
 			return
 		}
 		dl.Throttled = true
+		p.WatchWrite(trace.FieldDLThrottled, 1)
 		c.Inc(stats.DLThrottles)
 		c.Emit(trace.EvDLThrottle, int32(p.ID), int32(dl.Runtime/1000), 1, 0)
 		if dl.Runtime > 0 {
@@ -291,6 +295,7 @@ func (r *RQ) updateCurrDL(c *percpu.Ctx, se *task.SchedEntity, delta int64) {
 func (r *RQ) throttleDL(c *percpu.Ctx, p *task.Task) {
 	dl := &p.SE.DL
 	dl.Throttled = true
+	p.WatchWrite(trace.FieldDLThrottled, 1)
 	c.Inc(stats.DLThrottles)
 	c.Emit(trace.EvDLThrottle, int32(p.ID), int32(dl.Runtime/1000), 0, 0)
 	r.dequeueDLEntity(p)

@@ -358,6 +358,13 @@ func (r *RQ) SetCurr(c *percpu.Ctx, p *task.Task) {
 	r.checkpoint(c, true)
 }
 
+// WatchCorePick records, for an explanation replay, the rq->core_pick a
+// core-wide selection keeps for this sibling (the pick its fast path may
+// take later).
+func (r *RQ) WatchCorePick() {
+	r.watchWrite(trace.FieldCorePick, task.WatchID(r.Core.Pick))
+}
+
 // watchRead and watchWrite record a step of this runqueue's state for an
 // explanation replay (trace.Watch).
 func (r *RQ) watchRead(f trace.Field, v int64) {

@@ -65,12 +65,15 @@ const (
 	FieldBalanceCallbacks       // rq->balance_callback: how many are queued
 	FieldMask                   // p->cpus_mask: its first 64 CPUs as bits
 	FieldCoreEnabled            // rq->core_enabled (0/1): rq_lockp() is the core's lock
+	FieldCorePick               // rq->core_pick: the task a core-wide selection left for this CPU (kept for a sibling, taken by the fast path)
+	FieldDLThrottled            // p->dl.dl_throttled
 	NumFields
 )
 
 var fieldNames = [NumFields]string{"", "__state", "on_rq", "on_cpu", "cpu", "wake_cpu", "blocked_on",
 	"is_blocked", "blocked_donor", "sleeping_owner", "blocked_head", "se.sched_delayed", "curr", "donor",
-	"need_resched", "queue", "owner", "wait_list", "wake_entry", "balance_callback", "cpus_mask", "core_enabled"}
+	"need_resched", "queue", "owner", "wait_list", "wake_entry", "balance_callback", "cpus_mask",
+	"core_enabled", "core_pick", "dl.dl_throttled"}
 
 func (f Field) String() string {
 	if f < NumFields {
