@@ -30,12 +30,12 @@ const abUsage = `Usage: proxysim ab [flags]
 
 A/B benchmark tables in the format of the proxy-execution series' test
 reports. Runs a benchmark workload (--workload hackbench|tbench|netperf|
-schbench, with parameters after a colon) for every case (--cases: the
-benchmark's groups, clients or workers) and every configuration (--configs,
+schbench|chain, with parameters after a colon) for every case (--cases: the
+benchmark's groups, clients, workers or links) and every configuration (--configs,
 separated by ';': a proxy-execution level off|single-rq|full, optionally
 followed by +BUG for catalogued bugs, e.g. "off;single-rq;full;full+cpu-before-on-rq")
-over --seeds seeds, as deterministic runs (exact timing), in parallel up to
-the host's cores. Prints, per case, each configuration's statistic
+over --seeds seeds, as deterministic runs (exact timing: the time strategy,
+clock skew bound --max-skew), in parallel up to the host's cores. Prints, per case, each configuration's statistic
 normalised to the first configuration: ratio [percent improvement](CV),
 then the raw statistic, the cost-adjusted table and the counts per
 operation that explain the differences.
@@ -59,7 +59,8 @@ type abFlags struct {
 	// cost flags, for every run.
 	newidleCost, newidleCPUCost, newidleTaskCost time.Duration
 	seeds                                        int
-	seed                                         uint64
+	seed                                         seedFlag
+	json                                         bool
 	cpus                                         int
 	topology                                     string
 	simTime                                      time.Duration
@@ -74,8 +75,14 @@ type abFlags struct {
 	calibrate                                    bool
 	auditEvery                                   int
 	noSpin                                       bool
+	maxSkew                                      time.Duration
 	cost                                         ab.Cost
 	set                                          map[string]bool
+}
+
+// common points the common flags at f's storage.
+func (f *abFlags) common() commonFlags {
+	return commonFlags{seed: &f.seed, cpus: &f.cpus, workload: &f.workload, quiet: &f.quiet, json: &f.json, out: &f.out}
 }
 
 // abConfig is one column of the table: a proxy-execution level and bugs.
@@ -87,6 +94,35 @@ type abConfig struct {
 	// srq the shared_runq knobs (hooks=, bail=) of the config.
 	feats []string
 	srq   []string
+}
+
+// apply sets the config's level, bugs, features and shared_runq knobs
+// (checked by parseABConfigs) in o.
+func (c abConfig) apply(o *sim.Options) {
+	o.SetProxyLevel(c.level)
+	o.Bugs = c.bugs
+	for _, n := range c.feats {
+		_ = setSchedFeature(o, n)
+	}
+	for _, k := range c.srq {
+		_ = applySRQKnob(o, k)
+	}
+}
+
+// checkNeeds refuses a config whose bugs need what it does not name (an
+// A/B column switches nothing on by itself): sc is the benchmark.
+func (c abConfig) checkNeeds(sc *workload.Scenario) error {
+	o := sim.Defaults()
+	c.apply(&o)
+	note, err := sim.EnableBugNeeds(&o, sc, sim.NeedsOff{})
+	if err != nil {
+		return fmt.Errorf("config %q: %v", c.name, err)
+	}
+	if note != "" {
+		return fmt.Errorf("config %q: %s (a config switches on only what it names: add a feature, e.g. +SHARED_RUNQ, or use proxysim stress)",
+			c.name, strings.Replace(note, ": switched on what it needs: ", " needs ", 1))
+	}
+	return nil
 }
 
 func parseABConfigs(s string) ([]abConfig, error) {
@@ -175,35 +211,40 @@ func defaultCases(bench string) string {
 	switch bench {
 	case "tbench", "netperf":
 		return "1,2,4,8,16,32,64"
+	case "chain":
+		return "1,3,7"
 	}
 	return "1,2,4,8,16"
 }
 
-func cmdAB(args []string, stdout, stderr io.Writer) (int, error) {
-	usage := fmt.Sprintf(abUsage, workload.BenchmarkHelp())
-	fs := newFlagSet("ab", usage, stderr)
-	var f abFlags
+// newABFlags is ab's flag set.
+func newABFlags() (*flag.FlagSet, *abFlags) {
+	fs := newFlagSet("ab")
+	f := &abFlags{workload: "hackbench", cpus: 32, seed: fixedSeed(1)}
 	def := ab.DefaultCost()
-	fs.StringVar(&f.workload, "workload", "hackbench", "benchmark and parameters but the case's: hackbench, tbench, netperf, schbench (e.g. hackbench:loops=20)")
-	fs.StringVar(&f.cases, "cases", "", "comma-separated values of the benchmark's case parameter (groups, clients, workers); default 1,2,4,8,16 (tbench, netperf: up to 64)")
+	f.common().register(fs, map[string]string{
+		"seed":     "the first; default 1",
+		"workload": "a benchmark and its parameters but the case's: hackbench, tbench, netperf, schbench, chain, e.g. hackbench:loops=20",
+		"quiet":    "the runs-done line",
+		"json":     "the table and every per-seed value: --format json",
+		"out":      "the results file (JSON), every run's result, rewritten as runs finish; run again with it to resume",
+	})
+	fs.StringVar(&f.cases, "cases", "", "comma-separated values of the benchmark's case parameter (groups, clients, workers, links); default 1,2,4,8,16 (tbench, netperf: up to 64; chain: 1,3,7)")
 	fs.StringVar(&f.configs, "configs", "off;single-rq;full", "';'-separated configs, the first the baseline: LEVEL[+BUG...][+FEATURE...][+hooks=v2|v3|v4][+bail=NAME,...] with LEVEL off|single-rq|full, FEATURE a sched feature (SHARED_RUNQ, NO_SHARED_RUNQ), hooks and bail the shared_runq knobs")
 	simDef := sim.Defaults()
 	fs.DurationVar(&f.newidleCost, "newidle-cost", simDef.NewidleCost, "virtual time newidle balancing costs per domain balanced and per shared_runq lock taken, in every run (see proxysim run --help)")
 	fs.DurationVar(&f.newidleCPUCost, "newidle-cpu-cost", simDef.NewidleCPUCost, "virtual time newidle balancing costs per CPU of a domain's span it reads, in every run")
 	fs.DurationVar(&f.newidleTaskCost, "newidle-task-cost", simDef.NewidleTaskCost, "virtual time newidle balancing costs per task it examines for a pull, in every run")
 	fs.IntVar(&f.seeds, "seeds", 5, "seeds per case and config (1-1000)")
-	fs.Uint64Var(&f.seed, "seed", 1, "first seed")
-	fs.IntVar(&f.cpus, "cpus", 32, "simulated CPUs (1-1024)")
 	fs.StringVar(&f.topology, "topology", "", "machine shape (see proxysim run --help); sets --cpus when --cpus is not given")
 	fs.DurationVar(&f.simTime, "sim-time", 0, "virtual time per run (default: 1s for hackbench, which stops when it finishes; 50ms for the others)")
 	fs.StringVar(&f.strategy, "strategy", "time", "deterministic strategy: time (exact timing), random, pct:D")
-	fs.StringVar(&f.metric, "metric", "", "figure of merit (default: the benchmark's; schbench: wakeup_p99, request_p99 or rps)")
+	fs.DurationVar(&f.maxSkew, "max-skew", simDef.MaxSkew, "clock skew bound of every run (see proxysim run --help); results of an --out file measured with a larger one are flagged (*)")
+	fs.StringVar(&f.metric, "metric", "", "figure of merit (default: the benchmark's; schbench: wakeup_p99, request_p99 or rps; chain: wait_mean, wait_p90, wait_max or unwind)")
 	fs.StringVar(&f.stat, "stat", "", "statistic over seeds: AMean, HMean or Median (default: the reports' for the benchmark)")
 	fs.StringVar(&f.format, "format", "text", "table format: text, csv or json (json holds every per-seed value)")
-	fs.StringVar(&f.out, "out", "", "results file (JSON) to keep every run's result in and resume from")
 	fs.StringVar(&f.plot, "plot", "", "draw percent improvement per case, CV as error bars, to this PNG file")
 	fs.IntVar(&f.jobs, "jobs", runtime.NumCPU(), fmt.Sprintf("runs in parallel, 1 to the host's cores (%d)", runtime.NumCPU()))
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress line (shown only when stderr is a terminal anyway)")
 	fs.BoolVar(&f.calibrate, "calibrate", false, "derive the cost model from perf bench sched pipe and messaging (needs perf), print it and exit")
 	fs.IntVar(&f.auditEvery, "audit-every", 50, "invariant audit every N epochs (0: never)")
 	fs.Var(offOn{&f.noSpin}, "optimistic-spin", "mutex optimistic spinning on|off in every run (default on, as in the kernel; off: waiters block, as the series' A/B reports' contended paths do)")
@@ -214,6 +255,12 @@ func cmdAB(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.Float64Var(&f.cost.LockContended, "cost-lock-contended", def.LockContended, "cost model: ns per contended spinlock acquisition")
 	fs.Float64Var(&f.cost.JuggleRetry, "cost-juggle", def.JuggleRetry, "cost model: ns per lock-juggling retry")
 	fs.Float64Var(&f.cost.FPTStep, "cost-fpt-step", def.FPTStep, "cost model: ns per find_proxy_task link walked")
+	return fs, f
+}
+
+func cmdAB(args []string, stdout, stderr io.Writer) (int, error) {
+	usage := fmt.Sprintf(abUsage, workload.BenchmarkHelp())
+	fs, f := newABFlags()
 	if err := parse(fs, args, usage, stdout); err != nil {
 		return 0, err
 	}
@@ -222,6 +269,12 @@ func cmdAB(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if f.json {
+		if f.set["format"] && f.format != "json" {
+			return 0, usagef("--json is --format json, not --format %s", f.format)
+		}
+		f.format = "json"
+	}
 	if f.calibrate {
 		return calibrate(stdout, stderr)
 	}
@@ -239,7 +292,7 @@ func cmdAB(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	in := watchInterrupts(stderr, "the matrix")
 	defer in.close()
-	file, runErr := runMatrix(spec, cfgs, prev, f, in, stderr)
+	file, runErr := runMatrix(spec, cfgs, prev, *f, in, stderr)
 	if file == nil {
 		return exitInternal, runErr
 	}
@@ -317,6 +370,15 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 	if err != nil {
 		return fail("--configs: %v", err)
 	}
+	bench, err := workload.Benchmark(withParam(f.workload, primary, cases[0]))
+	if err != nil {
+		return fail("--cases: %v", err)
+	}
+	for _, c := range cfgs {
+		if err := c.checkNeeds(bench); err != nil {
+			return fail("--configs: %v", err)
+		}
+	}
 	if err := sim.CheckNewidleCosts(f.newidleCost, f.newidleCPUCost, f.newidleTaskCost); err != nil {
 		return fail("%v", err)
 	}
@@ -343,8 +405,11 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 	}
 	if f.simTime == 0 {
 		f.simTime = 50 * time.Millisecond
-		if name == "hackbench" {
+		switch name {
+		case "hackbench":
 			f.simTime = time.Second
+		case "chain":
+			f.simTime = 2 * time.Second // a chain forms every 9 ms
 		}
 	}
 	if f.simTime < time.Millisecond {
@@ -352,6 +417,9 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 	}
 	if _, err := conductor.ParseStrategy(f.strategy); err != nil {
 		return fail("--strategy: %v", err)
+	}
+	if f.maxSkew < 100*time.Nanosecond {
+		return fail("--max-skew must be at least 100ns, not %v", f.maxSkew)
 	}
 	m, err := ab.FindMetric(name, f.metric)
 	if err != nil {
@@ -404,8 +472,9 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 		names = append(names, c.name)
 	}
 	spec = ab.Spec{Workload: f.workload, Bench: name, Primary: primary, CPUs: f.cpus, Topology: f.topology, SimTimeNs: int64(f.simTime),
-		Strategy: f.strategy, Cases: cases, Configs: names, Seeds: f.seeds, FirstSeed: f.seed, NoOptimisticSpin: f.noSpin,
-		NewidleCostNs: int64(f.newidleCost), NewidleCPUCostNs: int64(f.newidleCPUCost), NewidleTaskCostNs: int64(f.newidleTaskCost)}
+		Strategy: f.strategy, Cases: cases, Configs: names, Seeds: f.seeds, FirstSeed: f.seed.v, NoOptimisticSpin: f.noSpin,
+		NewidleCostNs: int64(f.newidleCost), NewidleCPUCostNs: int64(f.newidleCPUCost), NewidleTaskCostNs: int64(f.newidleTaskCost),
+		MaxSkewNs: int64(min(f.maxSkew, sim.Defaults().Epoch))}
 	return spec, cfgs, m, stat, nil
 }
 
@@ -449,34 +518,16 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 	})
 	var finished atomic.Int64
 	start := time.Now()
-	stopProg := make(chan struct{})
-	var progWG sync.WaitGroup
-	if !f.quiet && isTerminal(stderr) && len(todo) > 0 {
-		progWG.Add(1)
-		go func() {
-			defer progWG.Done()
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			line := func() {
-				n := finished.Load()
-				el := time.Since(start)
-				eta := ""
-				if n > 0 {
-					eta = fmt.Sprintf(", about %v left", (el / time.Duration(n) * time.Duration(int64(len(todo))-n)).Round(time.Second))
-				}
-				fmt.Fprintf(stderr, "\rproxysim ab: %d of %d runs (%d resumed from the file), wall %v%s\x1b[K", int64(resumed)+n, len(spec.Jobs()), resumed, el.Round(time.Second), eta)
-			}
-			for {
-				select {
-				case <-stopProg:
-					fmt.Fprint(stderr, "\r\x1b[K")
-					return
-				case <-t.C:
-					line()
-				}
-			}
-		}()
-	}
+	prog := startProgress(stderr, progressOn(f.quiet, stderr) && len(todo) > 0, func() string {
+		n := finished.Load()
+		el := time.Since(start)
+		eta := ""
+		if n > 0 {
+			eta = fmt.Sprintf(", about %v left", (el / time.Duration(n) * time.Duration(int64(len(todo))-n)).Round(time.Second))
+		}
+		return fmt.Sprintf("proxysim ab: %d of %d runs (%d resumed from the file), wall %v%s", int64(resumed)+n, len(spec.Jobs()), resumed, el.Round(time.Second), eta)
+	})
+	defer prog.stop()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.jobs)
 	for _, j := range todo {
@@ -493,18 +544,12 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 			o.CPUs, o.Topology, o.SimTime, o.Seed = spec.CPUs, spec.Topology, time.Duration(spec.SimTimeNs), j.Seed
 			o.Deterministic, o.Strategy = true, spec.Strategy
 			o.AuditEvery = f.auditEvery
-			o.SetProxyLevel(c.level)
-			o.Bugs = c.bugs
+			c.apply(&o)
 			o.NoOptimisticSpin = spec.NoOptimisticSpin
 			o.NewidleCost = time.Duration(spec.NewidleCostNs)
 			o.NewidleCPUCost = time.Duration(spec.NewidleCPUCostNs)
 			o.NewidleTaskCost = time.Duration(spec.NewidleTaskCostNs)
-			for _, n := range c.feats {
-				_ = setSchedFeature(&o, n) // checked by parseABConfigs
-			}
-			for _, k := range c.srq {
-				_ = applySRQKnob(&o, k)
-			}
+			o.MaxSkew = time.Duration(spec.MaxSkewNs)
 			sc, err := workload.Benchmark(o.Workload)
 			if err != nil {
 				return err
@@ -535,8 +580,7 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 		})
 	}
 	err := g.Wait()
-	close(stopProg)
-	progWG.Wait()
+	prog.stop()
 	sort.SliceStable(file.Results, func(a, b int) bool {
 		x, y := file.Results[a], file.Results[b]
 		if x.Case != y.Case {
@@ -553,7 +597,7 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 // resultOf reads a finished run's result.
 func resultOf(j ab.Job, r *sim.Run, s *sim.Summary) ab.Result {
 	res := ab.Result{Case: j.Case, Config: j.Config, Seed: j.Seed, CPUs: s.CPUs, SimTimeNs: s.SimTimeNs, WallNs: s.WallTimeNs,
-		Counts: map[string]uint64{}, TraceHash: s.TraceHash}
+		Counts: map[string]uint64{}, TraceHash: s.TraceHash, SkewBoundNs: s.ClockSkewBoundNs, MaxIPILatenessNs: s.MaxIPILatenessNs}
 	if s.Bench != nil {
 		res.Bench = *s.Bench
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/workload"
 )
@@ -26,19 +28,36 @@ failure. Prints a progress line (runs done, runs per second, distinct
 interleavings seen, by trace hash) and, on a failure, writes its report
 and the command that replays it.
 
-Flags:
+` + bugNeedsHelp + `Flags:
 `
 
-func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("explore", exploreUsage, stderr)
-	var mf machineFlags
+// exploreFlags are explore's own flags beside the machine's.
+type exploreFlags struct {
+	machineFlags
+	runs, workers int
+	every         time.Duration
+	sink          failureSink
+}
+
+// newExploreFlags is explore's flag set.
+func newExploreFlags() (*flag.FlagSet, *exploreFlags) {
+	fs := newFlagSet("explore")
+	ef := &exploreFlags{}
 	def := sim.Defaults()
 	def.CPUs, def.Workload, def.SimTime = 8, "stress", 100*time.Millisecond
 	def.Deterministic, def.Strategy = true, "pct:3"
-	mf.register(fs, def, "proxysim-explore-SEED.report")
-	runs := fs.Int("runs", 100, "number of runs")
-	workers := fs.Int("workers", runtime.NumCPU(), fmt.Sprintf("parallel workers, 1 to the host's cores (%d)", runtime.NumCPU()))
-	every := fs.Duration("progress", 2*time.Second, "progress line interval (positive)")
+	def.MaxSkew = huntMaxSkew
+	ef.register(fs, def, "proxysim-explore-SEED.report")
+	fs.IntVar(&ef.runs, "runs", 100, "number of runs")
+	fs.IntVar(&ef.workers, "workers", runtime.NumCPU(), fmt.Sprintf("parallel workers, 1 to the host's cores (%d)", runtime.NumCPU()))
+	fs.DurationVar(&ef.every, "progress", 2*time.Second, "progress line interval (positive)")
+	ef.sink.register(fs)
+	return fs, ef
+}
+
+func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
+	fs, ef := newExploreFlags()
+	mf, runs, workers, every := &ef.machineFlags, &ef.runs, &ef.workers, &ef.every
 	if err := parse(fs, args, exploreUsage, stdout); err != nil {
 		return 0, err
 	}
@@ -73,6 +92,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer log.Sync()
+	mf.printNeedNote("explore", stderr)
 	sc, err := mf.loadScenario()
 	if err != nil {
 		return 0, err
@@ -100,6 +120,9 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	})
 	stopProgress := make(chan struct{})
 	go func() {
+		if mf.quiet {
+			return
+		}
 		t := time.NewTicker(*every)
 		defer t.Stop()
 		for {
@@ -160,29 +183,70 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitInternal, err
 	}
 	el := time.Since(start)
-	fmt.Fprintf(stdout, "explored %d runs in %v (%.1f runs/s), %d distinct interleavings (trace hashes), strategy %s\n",
-		done.Load(), el.Round(time.Millisecond), float64(done.Load())/el.Seconds(), len(hashes), mf.o.Strategy)
-	if failed == nil {
-		if in.interrupted() {
-			fmt.Fprintf(stdout, "interrupted: no violation in the %d runs done\n", done.Load())
-			return in.exitCode(), nil
+	res := exploreResult{Runs: done.Load(), WallNs: int64(el), RunsPerSecond: float64(done.Load()) / el.Seconds(),
+		Interleavings: len(hashes), Strategy: mf.o.Strategy, FirstSeed: base, Interrupted: in.interrupted() && failed == nil}
+	code := exitOK
+	var rep *reproduction
+	if failed != nil {
+		code = exitViolation
+		cmdline := reproduceExplore(args, failedSeed, sc)
+		path := mf.report
+		if path == "" {
+			path = fmt.Sprintf("proxysim-explore-%d.report", failedSeed)
 		}
+		fmf := *mf // the failing run's own flags: its seed, its report
+		fmf.o.Seed, fmf.report = failedSeed, path
+		rep = explainRepro(fmf.o, mf.loadScenario)
+		rep.path = path
+		failed.Explanation = rep.text()
+		if err := sim.WriteFileAtomic(path, func(w io.Writer) error {
+			failed.FormatReport(w, failedSum, cmdline, mf.events)
+			return nil
+		}); err != nil {
+			return exitInternal, fmt.Errorf("cannot write the report: %v", err)
+		}
+		res.Seed, res.Violation, res.KnownDefect, res.Report, res.Replay = failedSeed, &failedSum.Violations[0], failedSum.KnownDefect, path, "proxysim replay "+shellQuote(path)
+		res.Explain = "proxysim explain " + shellQuote(path)
+		in.setStop(ef.sink.interrupt) // a signal now ends the failure's shrink
+		defer ef.sink.file(failed, failedSum, rep, &fmf, cmdline, stderr)
+	} else if res.Interrupted {
+		code = in.exitCode()
+	}
+	if mf.json {
+		return code, writeJSON(stdout, res)
+	}
+	fmt.Fprintf(stdout, "explored %d runs in %v (%.1f runs/s), %d distinct interleavings (trace hashes), strategy %s\n",
+		res.Runs, el.Round(time.Millisecond), res.RunsPerSecond, res.Interleavings, res.Strategy)
+	switch {
+	case res.Violation != nil:
+		fmt.Fprintf(stdout, "violation at seed %d: %s\n", res.Seed, *res.Violation)
+		if res.KnownDefect != "" {
+			fmt.Fprintf(stdout, "%s\n", res.KnownDefect)
+		}
+		fmt.Fprintf(stdout, "report: %s\nreplay: %s\nexplain: %s\n", res.Report, res.Replay, res.Explain)
+	case res.Interrupted:
+		fmt.Fprintf(stdout, "interrupted: no violation in the %d runs done\n", res.Runs)
+	default:
 		fmt.Fprintln(stdout, "no violation")
-		return exitOK, nil
 	}
-	cmdline := reproduceExplore(args, failedSeed, sc)
-	path := mf.report
-	if path == "" {
-		path = fmt.Sprintf("proxysim-explore-%d.report", failedSeed)
-	}
-	if err := sim.WriteFileAtomic(path, func(w io.Writer) error {
-		failed.FormatReport(w, failedSum, cmdline, mf.events)
-		return nil
-	}); err != nil {
-		return exitInternal, fmt.Errorf("cannot write the report: %v", err)
-	}
-	fmt.Fprintf(stdout, "violation at seed %d: %s\nreport: %s\nreplay: proxysim replay %s\n", failedSeed, failedSum.Violations[0], path, path)
-	return exitViolation, nil
+	return code, nil
+}
+
+// exploreResult is explore's result (--json prints it).
+type exploreResult struct {
+	Runs          int64            `json:"runs"`
+	WallNs        int64            `json:"wall_ns"`
+	RunsPerSecond float64          `json:"runs_per_second"`
+	Interleavings int              `json:"interleavings"` // distinct trace hashes
+	Strategy      string           `json:"strategy"`
+	FirstSeed     uint64           `json:"first_seed"`
+	Interrupted   bool             `json:"interrupted,omitempty"`
+	Seed          uint64           `json:"seed,omitempty"` // of the first failing run
+	Violation     *check.Violation `json:"violation,omitempty"`
+	KnownDefect   string           `json:"known_defect,omitempty"`
+	Report        string           `json:"report,omitempty"`
+	Replay        string           `json:"replay,omitempty"`
+	Explain       string           `json:"explain,omitempty"`
 }
 
 // reproduceExplore is the single deterministic run that repeats the
@@ -193,7 +257,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) (int, error) {
 // here.
 func reproduceExplore(args []string, seed uint64, sc *workload.Scenario) string {
 	parts := append([]string{"proxysim", "run", "--deterministic"},
-		withoutFlags(args, "runs", "workers", "progress", "seed", "report", "shard", "shards", "metrics-addr", "linger")...)
+		withoutFlags(args, "runs", "workers", "progress", "seed", "report", "shard", "shards", "metrics-addr", "linger", "failures", "shrink-budget")...)
 	has := func(f string) bool {
 		for _, a := range args {
 			for _, form := range []string{"-" + f, "--" + f} {
@@ -216,6 +280,9 @@ func reproduceExplore(args []string, seed uint64, sc *workload.Scenario) string 
 	}
 	if !has("strategy") {
 		parts = append(parts, "--strategy", "pct:3")
+	}
+	if !has("max-skew") {
+		parts = append(parts, "--max-skew", huntMaxSkew.String())
 	}
 	parts = append(parts, fmt.Sprintf("--seed %d", seed))
 	return strings.Join(parts, " ")

@@ -171,12 +171,13 @@ func setSchedFeature(o *sim.Options, n string) error {
 	return nil
 }
 
-// srqHooksFlag is --shared-runq-hooks: v2, v3 or v4.
+// srqHooksFlag is --shared-runq-hooks: v2, v3 or v4 (0: the model's
+// default, cpu.DefaultSRQHooks).
 type srqHooksFlag struct{ v *int }
 
 func (f srqHooksFlag) String() string {
 	if f.v == nil || *f.v == 0 {
-		return "v3"
+		return fmt.Sprintf("v%d", cpu.DefaultSRQHooks)
 	}
 	return fmt.Sprintf("v%d", *f.v)
 }
@@ -280,6 +281,7 @@ type machineFlags struct {
 	bugNames []string
 	seed     seedFlag
 	json     bool
+	quiet    bool
 	report   string
 	trace    string
 	// cpuprofile is --cpuprofile: a pprof CPU profile of the whole command.
@@ -292,28 +294,36 @@ type machineFlags struct {
 	// simTimeForever: a --sim-time of 0 means "until --duration or a
 	// signal" (stress).
 	simTimeForever bool
+	// deferNeeds: finish leaves applyBugNeeds to the command (stress
+	// calls it once its own defaults are in place).
+	deferNeeds bool
+	// needNote says what applyBugNeeds switched on ("": nothing).
+	needNote string
 }
 
 func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefault string) {
 	mf.o = def
-	fs.IntVar(&mf.o.CPUs, "cpus", def.CPUs, "number of simulated CPUs (1-1024)")
+	mf.logs.level = "info"
+	mf.common().register(fs, map[string]string{
+		"seed":     "printed before the run; random when absent",
+		"workload": "built-in: mixed, locktorture, pi, stress, wwtorture, coresched; a benchmark with parameters: hackbench, tbench, netperf, schbench, e.g. hackbench:groups=4,loops=10 (see 'proxysim ab --help'); or a scenario file (JSON)",
+		"json":     "the summary, one object",
+		"report":   "default " + reportDefault,
+	})
 	fs.StringVar(&mf.o.Topology, "topology", "", "machine shape SOCKETSs-LLCSllc-CORESc-THREADSt, counts per parent, e.g. 2s-8llc-8c-2t (256 CPUs, the default for 256); sets --cpus when --cpus is not given")
 	fs.IntVar(&mf.o.Tasks, "tasks", def.Tasks, "tasks of a built-in workload (0: the workload's default, about 2 per CPU)")
-	fs.StringVar(&mf.o.Workload, "workload", def.Workload, "built-in workload (mixed, locktorture, pi, stress), a benchmark with parameters (hackbench, tbench, netperf, schbench; e.g. hackbench:groups=4,loops=10; see 'proxysim ab --help'), or a scenario file (JSON)")
 	if mf.simTimeForever {
 		fs.DurationVar(&mf.o.SimTime, "sim-time", 0, "virtual time to simulate (0: until --duration or a signal)")
 	} else {
 		fs.DurationVar(&mf.o.SimTime, "sim-time", def.SimTime, "virtual time to simulate")
 	}
 	fs.DurationVar(&mf.o.Duration, "duration", def.Duration, "wall-clock cap (0: none); the run stops cleanly when it passes")
-	fs.Var(&mf.seed, "seed", "random seed (printed before the run; random when absent)")
-	fs.BoolVar(&mf.json, "json", false, "print the summary as one JSON object on stdout")
 	fs.Var(proxyLevel{&mf.o}, "proxy-exec", "proxy execution off|single-rq|full (on = full): off is the sched_proxy_exec boot argument off, single-rq upstream's same-runqueue proxying (proxy_deactivate otherwise), full the whole series")
 	fs.Var(onOff{&mf.o.SleepingOwners}, "sleeping-owners", "full-series sleeping-owner parking on|off (off: proxy_deactivate)")
 	fs.Var(coreSchedFlag{&mf.o.CoreSched}, "core-sched", "core scheduling on SMT siblings: --core-sched (the merged 5.14 core-wide pick, the reference's proxy hooks), --core-sched=v3 (RFC v3's pick_task), =off (default); untagged workloads get cookies by group")
 	fs.Var(schedFeatures{&mf.o}, "sched-features", "sched features by the kernel's names, comma-separated, NO_ to clear (as /sys/kernel/debug/sched/features): PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE, RUN_TO_PARITY, PREEMPT_SHORT, DELAY_DEQUEUE, DELAY_ZERO (EEVDF; all on by default, as in the kernel), CORESCHED_STALL_FIX (default on; read by --core-sched=v3); SHARED_RUNQ (default off: David Vernet's shared per-LLC runqueue; NO_SHARED_RUNQ builds it with the feature clear)")
 	fs.IntVar(&mf.o.SRQShardSize, "shared-runq-shard-size", cpu.DefaultSRQShardSize, "SHARED_RUNQ: CPUs per shard of an LLC's shared runqueue (SHARED_RUNQ_SHARD_SZ, v3: 6)")
-	fs.Var(srqHooksFlag{&mf.o.SRQHooks}, "shared-runq-hooks", "SHARED_RUNQ hook placement: v2 (push on wakeup, remove when picked), v3 (__enqueue_entity / __dequeue_entity, pull first in newidle), v4 (v3's plus v4's rechecks, rd->overload and ttwu_pending tests, <= LLC domains skipped)")
+	fs.Var(srqHooksFlag{&mf.o.SRQHooks}, "shared-runq-hooks", "SHARED_RUNQ hook placement: v2 (push on wakeup, remove when picked), v3 (__enqueue_entity / __dequeue_entity, pull first in newidle), v4 (v3's plus v4's rechecks, rd->overload and ttwu_pending tests, <= LLC domains skipped). v2 and v3 keep their known defect, a pull with no is_cpu_allowed recheck (a violation it causes says so)")
 	fs.Var(srqBailoutsFlag{&mf.o.SRQBailouts}, "shared-runq-bailouts", "SHARED_RUNQ bailouts of Prateek's diff, comma-separated: overload, avg-idle, shard-overload, ttwu-pending, discard-head, charge-cost, skip-llc (or none, all)")
 	fs.DurationVar(&mf.o.NewidleCost, "newidle-cost", def.NewidleCost, "virtual time newidle balancing costs the CPU per domain balanced (sched_balance_rq) and per shared_runq lock taken; with --newidle-cpu-cost and --newidle-task-cost (all 0: free)")
 	fs.DurationVar(&mf.o.NewidleCPUCost, "newidle-cpu-cost", def.NewidleCPUCost, "virtual time newidle balancing costs per CPU of a domain's span whose runqueue it reads (find_busiest_group)")
@@ -321,12 +331,12 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.Var(offOn{&mf.o.NoOptimisticSpin}, "optimistic-spin", "mutex optimistic spinning on|off (mutex_optimistic_spin: spin while the owner runs; off: CONFIG_MUTEX_SPIN_ON_OWNER=n)")
 	fs.Var(listFlag{&mf.bugNames}, "bug", "switch a catalogued bug back on (repeatable; see 'proxysim bugs')")
 	fs.DurationVar(&mf.o.Tick, "tick", def.Tick, "virtual scheduler tick")
-	fs.DurationVar(&mf.o.Epoch, "epoch", def.Epoch, "virtual time between CPU barriers (bounds clock skew; audits run there)")
+	fs.DurationVar(&mf.o.Epoch, "epoch", def.Epoch, "virtual time between stop-the-world barriers (audits, RCU grace periods, hotplug steps run there)")
+	fs.DurationVar(&mf.o.MaxSkew, "max-skew", def.MaxSkew, "clock skew bound: how far a CPU's virtual clock may run ahead of the earliest pending event of any CPU, so a cross-CPU event (IPI, wake-up, lock hand-off, migration) is handled at most this late (plus one step); at most --epoch takes effect")
 	fs.IntVar(&mf.o.AuditEvery, "audit-every", def.AuditEvery, "run the stop-the-world invariant audit every N epochs (0: never)")
 	fs.IntVar(&mf.o.RingSize, "ring-size", def.RingSize, "flight-recorder events kept per CPU")
 	fs.DurationVar(&mf.o.HangTimeout, "hang-timeout", def.HangTimeout, "real time without progress before the watchdog reports a hang (concurrent mode only: deterministic mode counts conductor turns)")
 	fs.DurationVar(&mf.o.WakingBound, "waking-bound", def.WakingBound, "virtual time a woken donor (blocked_on cleared, still queued with is_blocked) may wait to be run, returned or deactivated (0: no bound)")
-	fs.StringVar(&mf.report, "report", "", "failure report file, written only when the run fails (default "+reportDefault+")")
 	fs.StringVar(&mf.trace, "trace", "", "write the last events as Chrome/Perfetto trace-event JSON to this file")
 	fs.StringVar(&mf.cpuprofile, "cpuprofile", "", "write a pprof CPU profile of the command to this file (go tool pprof FILE)")
 	fs.IntVar(&mf.events, "report-events", 400, "events of all CPUs to include in a failure report")
@@ -338,6 +348,12 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.StringVar(&mf.o.Strategy, "strategy", def.Strategy, "deterministic strategy: time (smallest virtual clock first), random, or pct:D (with --deterministic)")
 	mf.serve.register(fs)
 	mf.logs.register(fs)
+}
+
+// common points the common flags at mf's storage.
+func (mf *machineFlags) common() commonFlags {
+	return commonFlags{seed: &mf.seed, cpus: &mf.o.CPUs, workload: &mf.o.Workload, quiet: &mf.quiet, json: &mf.json,
+		logLevel: &mf.logs.level, report: &mf.report}
 }
 
 // finish validates the flags after parsing.
@@ -378,6 +394,9 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	if mf.o.Tick < time.Microsecond || mf.o.Epoch < time.Microsecond {
 		return usagef("--tick and --epoch must be at least 1us")
 	}
+	if mf.o.MaxSkew < 100*time.Nanosecond {
+		return usagef("--max-skew must be at least 100ns, not %v", mf.o.MaxSkew)
+	}
 	if mf.o.AuditEvery < 0 {
 		return usagef("--audit-every must not be negative")
 	}
@@ -415,11 +434,30 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	if err := sim.CheckNewidleCosts(mf.o.NewidleCost, mf.o.NewidleCPUCost, mf.o.NewidleTaskCost); err != nil {
 		return usagef("%v", err)
 	}
-	if mf.o.Bugs.Has(bugs.SRQPullsDonor) && mf.o.SharedRunq == "" {
-		mf.o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
+	if !mf.deferNeeds {
+		if err := mf.applyBugNeeds(sim.NeedsOff{}); err != nil {
+			return err
+		}
 	}
-	if mf.o.Bugs.Has(bugs.SRQDrainIRQsOn) {
-		sim.SRQDrainSetup(&mf.o) // the shared runqueue and the toggle that drains it
+	mf.o.Seed = mf.seed.value()
+	return mf.serve.finish(mf)
+}
+
+// applyBugNeeds switches on what the --bug entries need to run
+// (sim.EnableBugNeeds; the line that says so goes to mf.needNote) or refuses the command line, and then checks the
+// SHARED_RUNQ knobs against the features the run ends up with. off says
+// which injectors the command line switched off on purpose.
+func (mf *machineFlags) applyBugNeeds(off sim.NeedsOff) error {
+	if mf.o.Bugs.Needs() != 0 {
+		sc, err := mf.loadScenario()
+		if err != nil {
+			return err
+		}
+		note, err := sim.EnableBugNeeds(&mf.o, sc, off)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		mf.needNote = note
 	}
 	if mf.o.SharedRunq == "" && mf.o.SRQToggleInterval == 0 {
 		for _, n := range []string{"shared-runq-hooks", "shared-runq-bailouts", "shared-runq-shard-size"} {
@@ -428,9 +466,30 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 			}
 		}
 	}
-	mf.o.Seed = mf.seed.value()
-	return mf.serve.finish(mf)
+	return nil
 }
+
+// printNeedNote prints, as the command's first line on stderr, what
+// applyBugNeeds switched on.
+func (mf *machineFlags) printNeedNote(verb string, stderr io.Writer) {
+	if mf.needNote != "" {
+		fmt.Fprintf(stderr, "proxysim %s: %s\n", verb, mf.needNote)
+	}
+}
+
+// bugNeedsHelp is the --help paragraph of the commands that take --bug.
+const bugNeedsHelp = `--bug NAME switches a catalogued bug back on. What an entry needs to run
+at all ('proxysim bugs', column NEEDS) is switched on when it is off by
+default and the command line does not rule it out: core scheduling (the
+5.14 pick, or v3's for coresched-stall), core-scheduling flips, SHARED_RUNQ
+and its drains, CPU hotplug, SIGKILLs; the first line on stderr says what
+was switched on. A need the command line rules out (--core-sched=off,
+another core pick, --shared-runq-hooks v2, NO_SHARED_RUNQ,
+NO_DELAY_DEQUEUE, an injector given 0) or the workload cannot meet (no
+deadline, real-time or ww_mutex tasks) is refused: exit 2, one line naming
+what to add.
+
+`
 
 // forever is the virtual time of a run that ends only at --duration or a
 // signal.
@@ -468,11 +527,12 @@ func (mf *machineFlags) loadScenario() (*workload.Scenario, error) {
 	return sc, nil
 }
 
-func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+// newFlagSet is a command's flag set: errors are returned (parse turns
+// them into one line and exit 2), nothing is printed by the flag package.
+func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	_ = usage
 	return fs
 }
 

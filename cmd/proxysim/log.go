@@ -14,8 +14,9 @@ type logFlags struct {
 	level, format string
 }
 
+// register registers --log-format; --log-level is a common flag
+// (commonFlags).
 func (lf *logFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&lf.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&lf.format, "log-format", "console", "log format: console or json")
 }
 

@@ -7,12 +7,22 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	if len(args) > 0 && (args[0] == "stress" || args[0] == "explore") && !slices.Contains(args, "--failures") {
+		// A failing run files its failure into a directory (with a
+		// shrink of up to a minute): in a test's own directory, and with
+		// no shrink unless the test asks.
+		args = append(args, "--failures", filepath.Join(t.TempDir(), "failures"))
+		if !slices.Contains(args, "--shrink-budget") {
+			args = append(args, "--shrink-budget", "0")
+		}
+	}
 	var out, errb bytes.Buffer
 	code := realMain(args, &out, &errb)
 	return code, out.String(), errb.String()

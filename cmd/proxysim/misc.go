@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,36 +23,73 @@ proxy-execution series (fixed upstream in the version named) and findings
 restores the kernel's code, the default runs the proposed fix; see
 docs/findings.md).
 
+NEEDS says what an entry's code needs in a run to run at all, by the flag
+(or workload) that provides it; run, stress and explore switch it on or
+refuse the command line (see 'proxysim run --help').
+
 Flags:
 `
 
+// bugsFlags are the flags of proxysim bugs (most only with --hunt).
+type bugsFlags struct {
+	json, hunt, quiet, race bool
+	seeds                   int
+	seed                    seedFlag
+	budget, control         time.Duration
+	only                    []string
+	sf                      stressFlags // the hunt's stress options (sf.o)
+}
+
+// common points the common flags at f's storage.
+func (f *bugsFlags) common() commonFlags {
+	return commonFlags{seed: &f.seed, cpus: &f.sf.o.CPUs, workload: &f.sf.o.Workload, quiet: &f.quiet, json: &f.json}
+}
+
+// newBugsFlags is bugs's flag set.
+func newBugsFlags() (*flag.FlagSet, *bugsFlags) {
+	fs := newFlagSet("bugs")
+	f := &bugsFlags{seed: fixedSeed(1)}
+	f.sf.o = stressDefaults()
+	f.common().register(fs, map[string]string{
+		"seed":     "with --hunt: the first; default 1",
+		"cpus":     "with --hunt",
+		"workload": "with --hunt; a few entries' hunts swap stress for the workload they show on (coresched, coresched-hog)",
+		"quiet":    "with --hunt: the line per run",
+		"json":     "the catalogue: a list of {name, kind, fixed_in, description, number, detector, needs, needs_flags}; with --hunt: the table",
+	})
+	fs.BoolVar(&f.hunt, "hunt", false, "measure time to detection: run 'proxysim stress --bug NAME' for every bug (or each --only) over --seeds seeds")
+	fs.IntVar(&f.seeds, "seeds", 5, "with --hunt: seeds per bug (--seed, --seed+1, ...)")
+	fs.DurationVar(&f.budget, "budget", 60*time.Second, "with --hunt: wall-clock budget of one run")
+	fs.DurationVar(&f.control, "control", 20*time.Second, "with --hunt: length of the control run (no bug) per seed (0: none)")
+	fs.Var(listFlag{&f.only}, "only", "with --hunt: hunt only this bug (repeatable)")
+	fs.Float64Var(&f.sf.o.Jitter, "jitter", f.sf.o.Jitter, "with --hunt: stress jitter probability")
+	fs.BoolVar(&f.sf.o.Deterministic, "deterministic", false, "with --hunt: hunt in deterministic (serial) mode")
+	fs.StringVar(&f.sf.o.Strategy, "strategy", "random", "with --hunt --deterministic: time, random or pct:D")
+	fs.DurationVar(&f.sf.o.MaxSkew, "max-skew", f.sf.o.MaxSkew, "with --hunt: clock skew bound of the stress runs (see proxysim stress --help)")
+	fs.BoolVar(&f.race, "race", false, "with --hunt: hunt with the race detector: build the -race binary of the source tree in the current directory (go build -race) into a temporary directory and run the hunt with it")
+	return fs, f
+}
+
 func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("bugs", bugsUsage, stderr)
-	asJSON := fs.Bool("json", false, "print JSON (the catalogue: a list of {name, kind, fixed_in, description, number, detector}; with --hunt: the table)")
-	hunt := fs.Bool("hunt", false, "measure time to detection: run 'proxysim stress --bug NAME' for every bug (or each --only) over --seeds seeds")
-	seeds := fs.Int("seeds", 5, "with --hunt: seeds per bug (--seed, --seed+1, ...)")
-	firstSeed := fs.Uint64("seed", 1, "with --hunt: the first seed")
-	budget := fs.Duration("budget", 60*time.Second, "with --hunt: wall-clock budget of one run")
-	control := fs.Duration("control", 20*time.Second, "with --hunt: length of the control run (no bug) per seed (0: none)")
-	var only []string
-	fs.Var(listFlag{&only}, "only", "with --hunt: hunt only this bug (repeatable)")
-	var sf stressFlags
-	sf.machineFlags.o = stressDefaults()
-	fs.IntVar(&sf.o.CPUs, "cpus", sf.o.CPUs, "with --hunt: simulated CPUs")
-	fs.Float64Var(&sf.o.Jitter, "jitter", sf.o.Jitter, "with --hunt: stress jitter probability")
-	fs.BoolVar(&sf.o.Deterministic, "deterministic", false, "with --hunt: hunt in deterministic (serial) mode")
-	fs.StringVar(&sf.o.Strategy, "strategy", "random", "with --hunt --deterministic: time, random or pct:D")
-	race := fs.Bool("race", false, "with --hunt: hunt with the race detector: build the -race binary of the source tree in the current directory (go build -race) into a temporary directory and run the hunt with it")
+	fs, f := newBugsFlags()
+	asJSON, hunt, seeds, budget, control, race := &f.json, &f.hunt, &f.seeds, &f.budget, &f.control, &f.race
+	firstSeed := &f.seed.v
+	only := f.only
+	sf := &f.sf
 	if err := parse(fs, args, bugsUsage, stdout); err != nil {
 		return 0, err
 	}
 	if fs.NArg() > 0 {
 		return 0, usagef("unexpected argument %q", fs.Arg(0))
 	}
+	only = f.only
 	if len(only) > 0 {
 		if _, err := bugs.Parse(only); err != nil {
 			return 0, usagef("--only: %v", err)
 		}
+	}
+	if sf.o.MaxSkew < 100*time.Nanosecond {
+		return 0, usagef("--max-skew must be at least 100ns, not %v", sf.o.MaxSkew)
 	}
 	if !*hunt {
 		huntOnly := []string{}
@@ -70,9 +106,13 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 			enc.SetIndent("", "  ")
 			return exitOK, enc.Encode(bugs.Catalogue)
 		}
-		fmt.Fprintf(stdout, "%-24s %-10s %-13s %s\n", "NAME", "KIND", "FIXED IN", "DESCRIPTION")
+		fmt.Fprintf(stdout, "%-24s %-10s %-53s %-13s %s\n", "NAME", "KIND", "NEEDS", "FIXED IN", "DESCRIPTION")
 		for _, b := range bugs.Catalogue {
-			fmt.Fprintf(stdout, "%-24s %-10s %-13s %s\n", b.Name, b.Kind, b.FixedIn, b.Description)
+			needs := b.Needs().Flags()
+			if needs == "" {
+				needs = "-"
+			}
+			fmt.Fprintf(stdout, "%-24s %-10s %-53s %-13s %s\n", b.Name, b.Kind, needs, b.FixedIn, b.Description)
 		}
 		return exitOK, nil
 	}
@@ -84,6 +124,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if sf.o.CPUs < 1 || sf.o.CPUs > 1024 {
 		return 0, usagef("--cpus %d out of range 1-1024", sf.o.CPUs)
+	}
+	if _, err := sim.LoadScenario(sf.o.Workload, sf.o.CPUs, 0); err != nil {
+		return 0, usagef("--workload: %v", err)
 	}
 	if !(sf.o.Jitter >= 0 && sf.o.Jitter <= 1) {
 		return 0, usagef("--jitter %v out of range 0-1", sf.o.Jitter)
@@ -131,7 +174,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 			if r.CPUs != o.CPUs {
 				at = fmt.Sprintf(" (at %d CPUs)", r.CPUs)
 			}
-			fmt.Fprintf(stderr, "hunt: %-24s seed %d: caught=%v after %v %s%s\n", name, seed, r.Caught, r.Elapsed.Round(time.Millisecond), r.Invariant, at)
+			if !f.quiet {
+				fmt.Fprintf(stderr, "hunt: %-24s seed %d: caught=%v after %v %s%s\n", name, seed, r.Caught, r.Elapsed.Round(time.Millisecond), r.Invariant, at)
+			}
 			rs = append(rs, r)
 		}
 		rows = append(rows, sim.SummarizeHunt(name, rs))
@@ -141,18 +186,24 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 		for seed := *firstSeed; seed < *firstSeed+uint64(*seeds); seed++ {
 			o := sf.o
 			o.Seed = seed
-			if len(only) > 0 && slices.Contains(names, "srq-pulls-donor") && o.SharedRunq == "" {
-				// the control of a SHARED_RUNQ hunt runs SHARED_RUNQ too
-				o.SharedRunq = "on"
-			}
-			if len(only) > 0 && slices.Contains(names, "srq-drain-irqs-on") {
-				sim.SRQDrainSetup(&o) // and its toggle
+			if len(only) > 0 {
+				// the control of a hunt by name runs what those entries
+				// need (SHARED_RUNQ, core scheduling, ...), without them
+				o.Bugs, _ = bugs.Parse(only)
+				if sc, err := sim.LoadScenario(o.Workload, o.CPUs, o.Tasks); err == nil {
+					if _, err := sim.EnableBugNeeds(&o, sc, sim.NeedsOff{}); err != nil {
+						return 0, usagef("%v", err)
+					}
+				}
+				o.Bugs = 0
 			}
 			r, err := huntOnce(o, *control)
 			if err != nil {
 				return 0, err
 			}
-			fmt.Fprintf(stderr, "hunt: control (no bug)         seed %d: violation=%v %s\n", seed, r.Caught, r.Message)
+			if !f.quiet {
+				fmt.Fprintf(stderr, "hunt: control (no bug)         seed %d: violation=%v %s\n", seed, r.Caught, r.Message)
+			}
 			ctl = append(ctl, r)
 		}
 	}

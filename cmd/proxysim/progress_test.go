@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -32,8 +33,10 @@ func TestProgressLine(t *testing.T) {
 	var w syncBuffer
 	// No ticker goroutine: one line drawn by hand, its clock started 1 s
 	// ago, so the test waits for nothing.
-	p := &progress{w: &w, every: time.Second, start: time.Now().Add(-time.Second), simTime: time.Second, stopc: make(chan struct{})}
-	p.onSetup(4096, 10000)
+	rp := &runProgress{start: time.Now().Add(-time.Second), simTime: time.Second}
+	p := newProgress(&w, rp.line)
+	p.plain = false
+	rp.onSetup(4096, 10000)
 	p.show()
 	p.stop()
 	out := w.String()
@@ -41,12 +44,75 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("progress output %q", out)
 	}
 	var none syncBuffer
-	q := startProgress(&none, false, time.Second)
-	q.onSetup(1, 2)
+	q := startProgress(&none, false, rp.line)
 	q.clear()
 	q.stop()
 	if none.String() != "" {
 		t.Errorf("progress off wrote %q", none.String())
+	}
+}
+
+// On a plain terminal (TERM=dumb, NO_COLOR) the line is redrawn with a
+// carriage return and spaces, never an escape sequence.
+func TestProgressPlainTerminal(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		env   func(string) string
+		plain bool
+	}{
+		{env("TERM", "xterm-256color"), false},
+		{env("TERM", "dumb"), true},
+		{env(), true},
+		{env("TERM", "xterm", "NO_COLOR", "1"), true},
+		{env("TERM", "xterm", "NO_COLOR", ""), false},
+	} {
+		if got := plainTerminal(c.env); got != c.plain {
+			t.Errorf("TERM=%q NO_COLOR=%q: plain %v, want %v", c.env("TERM"), c.env("NO_COLOR"), got, c.plain)
+		}
+	}
+	var w syncBuffer
+	lines := []string{"a longer line", "short"}
+	p := newProgress(&w, func() string { l := lines[0]; lines = lines[1:]; return l })
+	p.plain = true
+	p.show()
+	p.show()
+	p.stop()
+	if got, want := w.String(), "\ra longer line\rshort        \r             \r"; got != want {
+		t.Errorf("plain progress output %q, want %q", got, want)
+	}
+}
+
+// failWriter fails every write.
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) { f.n++; return 0, errors.New("write error") }
+
+// The display cannot fail its command: stop may come twice (a deferred
+// stop after the explicit one: a double close and a panic once, exit 2
+// after a clean run with 2>/dev/null), and a write error switches the
+// display off instead of reaching anybody.
+func TestProgressCannotFail(t *testing.T) {
+	var w syncBuffer
+	p := startProgress(&w, true, func() string { return "x" })
+	p.stop()
+	p.stop()
+	f := &failWriter{}
+	q := newProgress(f, func() string { return "x" })
+	q.show()
+	q.show()
+	q.clear()
+	q.stop()
+	if f.n != 1 {
+		t.Errorf("%d writes to a writer that failed the first, want 1", f.n)
 	}
 }
 

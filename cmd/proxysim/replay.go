@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,17 +10,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/sim"
 )
 
-const replayUsage = `Usage: proxysim replay REPORT
+const replayUsage = `Usage: proxysim replay REPORT [--json]
 
 Runs the command recorded in a failure report ("reproduce:" line) again and
 checks that it hits the same violation at the same event number. Meant for
 reports of deterministic runs (--deterministic), which repeat exactly.
+Exit code 0 means the same violation at the same event, 1 not reproduced.
 
-Exit codes: 0 the same violation at the same event, 1 not reproduced,
-2 usage or unreadable report, 3 internal error.
+Flags:
 `
 
 // replayWallLimit caps the wall-clock time of replaying a concurrent
@@ -32,15 +34,59 @@ const preambleHeader = "proxysim report (run in progress or killed)"
 
 var violationLine = regexp.MustCompile(`\[event #(\d+), t=[^\]]*\] invariant (\d+) \(([^)]+)\)`)
 
+// replayFlags are replay's flags.
+type replayFlags struct{ json bool }
+
+// common points the common flags at f's storage.
+func (f *replayFlags) common() commonFlags { return commonFlags{json: &f.json} }
+
+// newReplayFlags is replay's flag set.
+func newReplayFlags() (*flag.FlagSet, *replayFlags) {
+	fs := newFlagSet("replay")
+	f := &replayFlags{}
+	f.common().register(fs, map[string]string{"json": "the recorded and the replayed violation, and whether they match"})
+	return fs, f
+}
+
+// reportArg takes the one report file argument, before or after the
+// flags, and parses the flags.
+func reportArg(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) (string, error) {
+	var path string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		path, args = args[0], args[1:]
+	}
+	if err := parse(fs, args, usage, stdout); err != nil {
+		return "", err
+	}
+	if path == "" && fs.NArg() == 1 {
+		path = fs.Arg(0)
+	} else if fs.NArg() > 0 || path == "" {
+		return "", usagef("want exactly one report file")
+	}
+	return path, nil
+}
+
+// replayResult is replay's result (--json prints it).
+type replayResult struct {
+	Command    string           `json:"command"`
+	Recorded   replayViolation  `json:"recorded"`
+	Replayed   *check.Violation `json:"replayed,omitempty"` // nil: no violation
+	Reproduced bool             `json:"reproduced"`
+}
+
+type replayViolation struct {
+	Invariant string `json:"invariant"`
+	Number    int    `json:"number"`
+	Seq       uint64 `json:"event_seq"`
+}
+
 func cmdReplay(args []string, stdout, stderr io.Writer) (int, error) {
-	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(stdout, replayUsage)
-		return exitOK, nil
+	fs, f := newReplayFlags()
+	path, err := reportArg(fs, args, replayUsage, stdout)
+	if err != nil {
+		return 0, err
 	}
-	if len(args) != 1 {
-		return 0, usagef("want exactly one argument, the report file")
-	}
-	rep, err := readReport(args[0])
+	rep, err := readReport(path)
 	if err != nil {
 		return 0, err
 	}
@@ -62,20 +108,33 @@ func cmdReplay(args []string, stdout, stderr io.Writer) (int, error) {
 	restore := serialProcs(mf.o)
 	s := r.Execute()
 	restore()
-	fmt.Fprintf(stdout, "replaying: %s\nrecorded:  invariant %s (%s) at event #%s\n", cmdline, want[2], want[3], want[1])
-	if !s.Failed() {
-		fmt.Fprintf(stdout, "replayed:  no violation\nNOT reproduced\n")
-		return exitViolation, nil
-	}
-	v := s.Violations[0]
-	fmt.Fprintf(stdout, "replayed:  invariant %d (%s) at event #%d: %s\n", int(v.Invariant), v.Name, v.Seq, v.Message)
 	seq, _ := strconv.ParseUint(want[1], 10, 64)
-	if v.Name == want[3] && v.Seq == seq {
-		fmt.Fprintf(stdout, "reproduced: same violation at the same event\n")
-		return exitOK, nil
+	num, _ := strconv.Atoi(want[2])
+	res := replayResult{Command: cmdline, Recorded: replayViolation{Invariant: want[3], Number: num, Seq: seq}}
+	if s.Failed() {
+		v := s.Violations[0]
+		res.Replayed = &v
+		res.Reproduced = v.Name == want[3] && v.Seq == seq
 	}
-	fmt.Fprintf(stdout, "NOT reproduced: a different violation or event\n")
-	return exitViolation, nil
+	code := exitViolation
+	if res.Reproduced {
+		code = exitOK
+	}
+	if f.json {
+		return code, writeJSON(stdout, res)
+	}
+	fmt.Fprintf(stdout, "replaying: %s\nrecorded:  invariant %s (%s) at event #%s\n", cmdline, want[2], want[3], want[1])
+	switch v := res.Replayed; {
+	case v == nil:
+		fmt.Fprintf(stdout, "replayed:  no violation\nNOT reproduced\n")
+	case res.Reproduced:
+		fmt.Fprintf(stdout, "replayed:  invariant %d (%s) at event #%d: %s\n", int(v.Invariant), v.Name, v.Seq, v.Message)
+		fmt.Fprintf(stdout, "reproduced: same violation at the same event\n")
+	default:
+		fmt.Fprintf(stdout, "replayed:  invariant %d (%s) at event #%d: %s\n", int(v.Invariant), v.Name, v.Seq, v.Message)
+		fmt.Fprintf(stdout, "NOT reproduced: a different violation or event\n")
+	}
+	return code, nil
 }
 
 // failureReport is what replay and shrink need from a failure report.
@@ -85,6 +144,17 @@ type failureReport struct {
 	words     []string // cmdline split into words
 	violation []string // violationLine match: event, invariant number, name
 	flags     *machineFlags
+}
+
+// version returns the proxysim version that wrote the report ("" if it
+// does not say).
+func (r *failureReport) version() string {
+	for _, l := range strings.Split(r.text, "\n") {
+		if v, ok := strings.CutPrefix(l, "version: "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // readReport reads a failure report and parses its recorded command.
@@ -122,13 +192,11 @@ func readReport(path string) (*failureReport, error) {
 // parseMachineArgs parses run or stress flags the way those commands do.
 func parseMachineArgs(verb string, args []string) (*machineFlags, error) {
 	if verb == "stress" {
-		fs := &flag2{newFlagSet("stress", stressUsage, io.Discard)}
-		var sf stressFlags
-		sf.register(fs)
-		if err := parse(fs.FlagSet, args, "", io.Discard); err != nil {
+		fs, sf := newStressFlags()
+		if err := parse(fs, args, "", io.Discard); err != nil {
 			return nil, err
 		}
-		if err := sf.finish(fs.FlagSet); err != nil {
+		if err := sf.finish(fs); err != nil {
 			return nil, err
 		}
 		if sf.o.Deterministic {
@@ -142,16 +210,14 @@ func parseMachineArgs(verb string, args []string) (*machineFlags, error) {
 		}
 		return &sf.machineFlags, nil
 	}
-	fs := newFlagSet("run", runUsage, io.Discard)
-	var mf machineFlags
-	mf.register(fs, sim.Defaults(), "proxysim-report-SEED.txt")
+	fs, mf := newRunFlags()
 	if err := parse(fs, args, "", io.Discard); err != nil {
 		return nil, err
 	}
 	if err := mf.finish(fs); err != nil {
 		return nil, err
 	}
-	return &mf, nil
+	return mf, nil
 }
 
 // shellWords splits a command line written by reproduce(): words

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,15 +21,20 @@ Runs the simulated machine once: --cpus CPU goroutines on real locks, the
 workload's tasks, --sim-time of virtual time, with invariant checks. On a
 violation it writes a failure report (and --trace) and exits 1.
 
-Flags:
+` + bugNeedsHelp + `Flags:
 `
 
-func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("run", runUsage, stderr)
-	var mf machineFlags
+// newRunFlags is run's flag set.
+func newRunFlags() (*flag.FlagSet, *machineFlags) {
+	fs := newFlagSet("run")
+	mf := &machineFlags{}
 	mf.register(fs, sim.Defaults(), "proxysim-report-SEED.txt")
-	quiet := fs.Bool("quiet", false, "no progress line (shown only when stderr is a terminal anyway)")
 	fs.BoolVar(&mf.o.KeepGoing, "keep-going", false, "record violations and run on to --sim-time (to measure a workload under a known pathology, e.g. the v3 stall); the report and exit 1 still come at the end")
+	return fs, mf
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
+	fs, mf := newRunFlags()
 	if err := parse(fs, args, runUsage, stdout); err != nil {
 		return 0, err
 	}
@@ -48,7 +54,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer log.Sync()
-	return runOnce(&mf, "run", args, stdout, stderr, log, !*quiet && isTerminal(stderr))
+	mf.printNeedNote("run", stderr)
+	return runOnce(mf, "run", args, stdout, stderr, log, progressOn(mf.quiet, stderr))
 }
 
 // runOnce builds, runs and reports one simulation.
@@ -60,10 +67,11 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 	cmdline := reproduce(verb, args, mf)
 	in := watchInterrupts(stderr, "the run")
 	defer in.close()
-	prog := startProgress(stderr, showProgress, mf.o.SimTime)
+	rp := &runProgress{start: time.Now(), simTime: mf.o.SimTime}
+	prog := startProgress(stderr, showProgress, rp.line)
 	defer prog.stop()
 	o := mf.o
-	o.OnSetup = prog.onSetup
+	o.OnSetup = rp.onSetup
 	r, err := sim.Build(o, sc)
 	if err != nil {
 		return 0, usageError{err.Error()}
@@ -86,18 +94,20 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 	defer stopMetrics()
 	prog.clear()
 	in.setStop(func() { r.Stop("signal: " + in.signal().String()) })
-	prog.running(r)
+	rp.running(r)
 	restore := serialProcs(o)
 	s := r.Execute()
 	restore()
 	prog.stop()
-	prog = nil
 	code := exitOK
 	if s.Failed() {
 		code = exitViolation
 		path := mf.report
 		if path == "" {
 			path = fmt.Sprintf("proxysim-report-%d.txt", mf.o.Seed)
+		}
+		if mf.o.Deterministic {
+			r.Explanation = explainText(mf.o, mf.loadScenario)
 		}
 		if err := sim.WriteFileAtomic(path, func(w io.Writer) error {
 			r.FormatReport(w, s, cmdline, mf.events)
@@ -106,6 +116,9 @@ func runOnce(mf *machineFlags, verb string, args []string, stdout, stderr io.Wri
 			fmt.Fprintf(stderr, "proxysim: cannot write the report: %v\n", err)
 		} else {
 			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], path)
+		}
+		if s.KnownDefect != "" {
+			fmt.Fprintf(stderr, "proxysim: %s\n", s.KnownDefect)
 		}
 		printReport(stderr, mf, r, s, cmdline)
 	} else if mf.report != "" {
@@ -170,8 +183,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func writeJSON(w io.Writer, s *sim.Summary) error {
-	return json.NewEncoder(w).Encode(s)
+// writeJSON prints v (a command's result, --json) as one JSON object.
+func writeJSON(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
 }
 
 // writeTrace writes --trace; a failure is one line on stderr (the path

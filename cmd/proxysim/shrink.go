@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -36,27 +37,44 @@ found so far (exit 130).
 Flags:
 `
 
+// shrinkFlags are shrink's flags.
+type shrinkFlags struct {
+	out                      string
+	quiet, json              bool
+	budget                   time.Duration
+	maxTries, seeds, workers int
+	strategies, order        string
+}
+
+// common points the common flags at f's storage.
+func (f *shrinkFlags) common() commonFlags {
+	return commonFlags{quiet: &f.quiet, json: &f.json, out: &f.out}
+}
+
+// newShrinkFlags is shrink's flag set.
+func newShrinkFlags() (*flag.FlagSet, *shrinkFlags) {
+	fs := newFlagSet("shrink")
+	f := &shrinkFlags{}
+	f.common().register(fs, map[string]string{
+		"out":   "the shrunk scenario; default REPORT.min.json",
+		"quiet": "the line per change kept",
+		"json":  "sizes and events before and after, the file, the command that runs it",
+	})
+	fs.DurationVar(&f.budget, "budget", 60*time.Second, "wall time the shrink may take (0: no limit); it then keeps the smallest failing case so far")
+	fs.IntVar(&f.maxTries, "max-tries", 0, "most candidate runs (0: no limit but --budget)")
+	fs.IntVar(&f.seeds, "seeds", 4, "seeds each candidate is tried on per strategy: the current one, then the next ones (1: the current one only)")
+	fs.StringVar(&f.strategies, "strategies", strings.Join(sim.DefaultShrinkStrategies, ","), "deterministic strategies a candidate is tried with, after the one the current case fails with (comma-separated)")
+	fs.StringVar(&f.order, "order", sim.ShrinkJump, "how smaller machines are tried: jump (at most 8 CPUs first, then smaller, back up only if that does not fail) or halve (halving from the recorded size)")
+	fs.IntVar(&f.workers, "workers", 0, "runs of a candidate at once (0: one per CPU of the host); the result does not depend on it")
+	return fs, f
+}
+
 func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("shrink", shrinkUsage, stderr)
-	out := fs.String("out", "", "where to write the shrunk scenario (default REPORT.min.json)")
-	budget := fs.Duration("budget", 60*time.Second, "wall time the shrink may take (0: no limit); it then keeps the smallest failing case so far")
-	maxTries := fs.Int("max-tries", 0, "most candidate runs (0: no limit but --budget)")
-	seeds := fs.Int("seeds", 4, "seeds each candidate is tried on per strategy: the current one, then the next ones (1: the current one only)")
-	strategies := fs.String("strategies", strings.Join(sim.DefaultShrinkStrategies, ","), "deterministic strategies a candidate is tried with, after the one the current case fails with (comma-separated)")
-	order := fs.String("order", sim.ShrinkJump, "how smaller machines are tried: jump (at most 8 CPUs first, then smaller, back up only if that does not fail) or halve (halving from the recorded size)")
-	workers := fs.Int("workers", 0, "runs of a candidate at once (0: one per CPU of the host); the result does not depend on it")
-	// the report path may come before the flags
-	var path string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		path, args = args[0], args[1:]
-	}
-	if err := parse(fs, args, shrinkUsage, stdout); err != nil {
+	fs, f := newShrinkFlags()
+	out, budget, maxTries, seeds, workers, order := &f.out, &f.budget, &f.maxTries, &f.seeds, &f.workers, &f.order
+	path, err := reportArg(fs, args, shrinkUsage, stdout)
+	if err != nil {
 		return 0, err
-	}
-	if path == "" && fs.NArg() == 1 {
-		path = fs.Arg(0)
-	} else if fs.NArg() > 0 || path == "" {
-		return 0, usagef("want exactly one report file")
 	}
 	if *maxTries < 0 {
 		return 0, usagef("--max-tries must not be negative (0: no limit)")
@@ -74,7 +92,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("--order: want %s or %s, not %q", sim.ShrinkJump, sim.ShrinkHalve, *order)
 	}
 	var sts []string
-	for _, st := range strings.Split(*strategies, ",") {
+	for _, st := range strings.Split(f.strategies, ",") {
 		if st = strings.TrimSpace(st); st == "" {
 			continue
 		}
@@ -109,7 +127,9 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 		cpus = sc.CPUs
 	}
 	before := sim.SizeOf(sc, cpus)
-	fmt.Fprintf(stdout, "shrinking %s (invariant %s)\nbefore: %v\n", path, want[3], before)
+	if !f.json {
+		fmt.Fprintf(stdout, "shrinking %s (invariant %s)\nbefore: %v\n", path, want[3], before)
+	}
 	stop := make(chan struct{})
 	in := watchInterrupts(stderr, "shrinking; keeping the smallest failing case so far")
 	defer in.close()
@@ -118,9 +138,14 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	res, err := sim.Shrink(mf.o, sc, want[3], sim.ShrinkOptions{MaxTries: *maxTries, Budget: *budget, Seeds: *seeds,
 		Strategies: sts, Order: *order, Workers: *workers, Stop: stop,
 		Progress: func(z sim.Size, what string) {
-			fmt.Fprintf(stdout, "  %6.1fs kept: %-56s -> %v\n", time.Since(start).Seconds(), what, z)
+			if !f.quiet && !f.json {
+				fmt.Fprintf(stdout, "  %6.1fs kept: %-56s -> %v\n", time.Since(start).Seconds(), what, z)
+			}
 		}})
 	if err != nil {
+		if f.json {
+			return exitViolation, writeJSON(stdout, shrinkResult{Report: path, Invariant: want[3], Before: before, Error: err.Error()})
+		}
 		fmt.Fprintf(stdout, "cannot shrink: %v\n", err)
 		return exitViolation, nil
 	}
@@ -143,15 +168,45 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	case res.BudgetSpent:
 		note = fmt.Sprintf(", --budget %v spent: the smallest failing case so far", *budget)
 	}
-	fmt.Fprintf(stdout, "before: fails at %s\nafter:  %v; fails at %s (%d candidate runs in %v%s)\nwrote %s\nrun it: %s\n",
-		eventAt(res.First, res.FirstAt), after, eventAt(res.Violation, res.At), res.Tries, elapsed.Round(time.Millisecond), note, *out, run)
-	if code, err := checkRerun(run, want[3], stdout); code != exitOK || err != nil {
+	if !f.json {
+		fmt.Fprintf(stdout, "before: fails at %s\nafter:  %v; fails at %s (%d candidate runs in %v%s)\nwrote %s\nrun it: %s\n",
+			eventAt(res.First, res.FirstAt), after, eventAt(res.Violation, res.At), res.Tries, elapsed.Round(time.Millisecond), note, *out, run)
+	}
+	checkOut := stdout
+	if f.json {
+		checkOut = io.Discard
+	}
+	if code, err := checkRerun(run, want[3], checkOut); code != exitOK || err != nil {
 		return code, err
 	}
+	code := exitOK
 	if res.Interrupted {
-		return in.exitCode(), nil
+		code = in.exitCode()
 	}
-	return exitOK, nil
+	if f.json {
+		return code, writeJSON(stdout, shrinkResult{Report: path, Invariant: want[3], Before: before, After: &after,
+			EventBefore: res.First.Seq, EventAfter: res.Violation.Seq, Tries: res.Tries, WallSeconds: elapsed.Seconds(),
+			Interrupted: res.Interrupted, BudgetSpent: res.BudgetSpent, Out: *out, Run: run, Checked: true})
+	}
+	return code, nil
+}
+
+// shrinkResult is shrink's result (--json prints it).
+type shrinkResult struct {
+	Report      string    `json:"report"`
+	Invariant   string    `json:"invariant"`
+	Before      sim.Size  `json:"before"`
+	After       *sim.Size `json:"after,omitempty"`
+	EventBefore uint64    `json:"event_before,omitempty"` // the violation's event number in the recorded run
+	EventAfter  uint64    `json:"event_after,omitempty"`  // and in the shrunk one
+	Tries       int       `json:"tries,omitempty"`
+	WallSeconds float64   `json:"wall_seconds,omitempty"`
+	Interrupted bool      `json:"interrupted,omitempty"`
+	BudgetSpent bool      `json:"budget_spent,omitempty"`
+	Out         string    `json:"out,omitempty"`
+	Run         string    `json:"run,omitempty"`
+	Checked     bool      `json:"checked,omitempty"` // the command Run was run and failed with Invariant
+	Error       string    `json:"error,omitempty"`
 }
 
 // eventAt names a violation's event and the virtual time its run had
@@ -197,15 +252,24 @@ func checkRerun(cmdline, inv string, stdout io.Writer) (int, error) {
 // the shrink turned off, and no --report.
 func rerunWith(words []string, file string, was, now *sim.Options) string {
 	drop := []string{"workload", "cpus", "tasks", "topology", "report", "seed", "strategy", "sim-time"}
-	var set []string
-	for _, in := range sim.Injectors {
-		if v := in.Value(now); v != in.Value(was) {
-			drop = append(drop, in.Flag)
-			set = append(set, "--"+in.Flag, v)
-		}
+	set := injectorFlags(was, now)
+	for k := 0; k < len(set); k += 2 {
+		drop = append(drop, strings.TrimPrefix(set[k], "--"))
 	}
 	out := append([]string{words[0], words[1]}, withoutFlags(words[2:], drop...)...)
 	out = append(out, "--workload", shellQuote(file), "--seed", fmt.Sprint(now.Seed), "--strategy", shellQuote(now.Strategy),
 		"--sim-time", now.SimTime.String())
 	return strings.Join(append(out, set...), " ")
+}
+
+// injectorFlags are the flags, with their values, of the stress injectors
+// whose values differ between was and now (those a shrink turned off).
+func injectorFlags(was, now *sim.Options) []string {
+	var out []string
+	for _, in := range sim.Injectors {
+		if v := in.Value(now); v != in.Value(was) {
+			out = append(out, "--"+in.Flag, v)
+		}
+	}
+	return out
 }

@@ -33,7 +33,7 @@ The seed and the command line are written to the report file before the
 run starts, so that a run killed by the race detector
 (go run -race, GORACE=halt_on_error=1) still leaves its reproducer.
 
-Flags:
+` + bugNeedsHelp + `Flags:
 `
 
 type stressFlags struct {
@@ -41,11 +41,26 @@ type stressFlags struct {
 	statInterval time.Duration
 	retryDet     time.Duration
 	start        time.Time // when the run started (stat lines' elapsed)
+	failures     failureSink
 }
+
+// huntMaxSkew is the clock skew bound of the hunting commands (stress and
+// its deterministic retries, explore, bugs --hunt): an epoch, where run
+// and ab use 10 us. A hunt wants interleavings, not exact latencies, and
+// the tight bound costs it both: CPUs within 10 us of each other in
+// virtual time meet fewer of the orderings a bug needs, and the windows'
+// barriers cost wall time. The catalogue hunt (bugs --hunt --seeds 1
+// --seed 5 --budget 60s, 256 CPUs, docs/benchmarks.md) caught all 39
+// entries with 1 ms, and with 10 us missed two and took 18-57 s for three
+// more. (Each window's barrier is also a happens-before edge for the race
+// detector between all CPUs, which can hide races; a tighter bound adds
+// more of them. Not measured.)
+const huntMaxSkew = time.Millisecond
 
 func stressDefaults() sim.Options {
 	o := sim.Defaults()
 	o.Workload = "stress"
+	o.MaxSkew = huntMaxSkew
 	o.SimTime = 1 << 62 // until --duration or a signal
 	o.Duration = time.Minute
 	// The audit at every epoch barrier: a broken invariant that lasts
@@ -84,7 +99,7 @@ func stressDefaults() sim.Options {
 
 func (sf *stressFlags) register(fs *flag2) {
 	def := stressDefaults()
-	sf.simTimeForever = true
+	sf.simTimeForever, sf.deferNeeds = true, true
 	sf.machineFlags.register(fs.FlagSet, def, "proxysim-stress-SEED.report")
 	fs.Float64Var(&sf.o.Jitter, "jitter", def.Jitter, "probability of an injected yield or delay at each lock-juggling point (0: off)")
 	fs.DurationVar(&sf.o.JitterDelay, "jitter-delay", def.JitterDelay, "longest injected busy delay (real time)")
@@ -103,6 +118,7 @@ func (sf *stressFlags) register(fs *flag2) {
 	fs.Float64Var(&sf.o.InterruptibleLocks, "lock-interruptible", def.InterruptibleLocks, "probability that a lock instruction of the workload becomes mutex_lock_interruptible (half of them _killable)")
 	fs.DurationVar(&sf.statInterval, "stat-interval", 10*time.Second, "print a statistics line this often (0: never)")
 	fs.DurationVar(&sf.retryDet, "retry-deterministic", 20*time.Second, "after a concurrent-mode failure, try the same seed in deterministic mode with each strategy for this long (0: don't)")
+	sf.failures.register(fs.FlagSet)
 }
 
 // retryStrategies is the order in which a concurrent failure's seed is
@@ -122,19 +138,19 @@ var retryStrategies = []string{"random", "pct:3", "time"}
 // with a command bounded in virtual time that proxysim replay and
 // proxysim shrink take as it is. It returns the path, or "" when no
 // strategy failed.
-func retryDeterministic(args []string, mf *machineFlags, inv string, budget time.Duration, stderr io.Writer, log *zap.Logger) string {
+func retryDeterministic(args []string, mf *machineFlags, inv string, budget time.Duration, stderr io.Writer, log *zap.Logger) *reproduction {
 	for _, st := range retryStrategies {
 		o := mf.o
 		o.Deterministic, o.Strategy, o.Duration = true, st, budget
 		sc, err := mf.loadScenario() // a fresh copy: Build takes the scenario's plans
 		if err != nil {
 			log.Warn("deterministic retry failed to start", zap.Error(err))
-			return ""
+			return nil
 		}
 		r, err := sim.Build(o, sc)
 		if err != nil {
 			log.Warn("deterministic retry failed to start", zap.Error(err))
-			return ""
+			return nil
 		}
 		start := time.Now()
 		restore := serialProcs(o)
@@ -154,11 +170,19 @@ func retryDeterministic(args []string, mf *machineFlags, inv string, budget time
 		if got != inv {
 			note = fmt.Sprintf(" (invariant %s, where the concurrent run broke %s)", got, inv)
 		}
-		return writeDeterministicReport(args, mf, st, r, s, elapsed, note, stderr)
+		rep := explainRepro(o, mf.loadScenario)
+		if rep.ex != nil {
+			r.Explanation = rep.text()
+		}
+		rep.path = writeDeterministicReport(args, mf, st, r, s, elapsed, note, stderr)
+		// The command, like the report's, runs to just past the
+		// violation's virtual time.
+		rep.opts.SimTime = time.Duration(s.Violations[0].Time)/time.Millisecond*time.Millisecond + 2*time.Millisecond
+		return rep
 	}
 	fmt.Fprintf(stderr, "proxysim: no deterministic strategy (%s) failed within %v each; the concurrent report is all there is\n",
 		strings.Join(retryStrategies, ", "), budget)
-	return ""
+	return nil
 }
 
 // writeDeterministicReport writes the report of a deterministic retry
@@ -210,13 +234,24 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 			return usagef("--%s %v out of range %s", r.name, r.v, r.rng)
 		}
 	}
-	if sf.machineFlags.set["hotplug-interval"] {
+	set := sf.machineFlags.set
+	if set["hotplug-interval"] {
 		sf.o.HotplugIsDefault = false
 	}
-	if on := sf.o.CoreSched != "" && sf.o.CoreSched != "off"; on && !sf.machineFlags.set["core-sched-toggle-interval"] {
+	// What --bug entries need, before the defaults that follow from
+	// core scheduling: a switched-on --core-sched is stress's --core-sched.
+	if err := sf.applyBugNeeds(sim.NeedsOff{
+		Hotplug:    set["hotplug-interval"] && sf.o.HotplugInterval == 0,
+		CoreFlips:  set["core-sched-toggle-interval"] && sf.o.CoreToggleInterval == 0,
+		TaskExits:  set["signal-rate"] && sf.o.SignalRate == 0 || set["signal-fatal"] && sf.o.SignalFatal == 0,
+		SRQToggles: set["srq-toggle-interval"] && sf.o.SRQToggleInterval == 0,
+	}); err != nil {
+		return err
+	}
+	if on := sf.o.CoreSched != "" && sf.o.CoreSched != "off"; on && !set["core-sched-toggle-interval"] {
 		// Stress takes every core-scheduling path by default, the
 		// run-time flip (sched_core_get/put's __sched_core_flip) too.
-		sf.o.CoreToggleInterval = stressCoreToggle
+		sf.o.CoreToggleInterval = sim.DefaultCoreToggleInterval
 	}
 	if sf.o.HotplugMaxOffline < 0 {
 		return usagef("--hotplug-max-offline %d: want 0 (one in 32 of the CPUs) or a number of CPUs", sf.o.HotplugMaxOffline)
@@ -238,18 +273,20 @@ func (sf *stressFlags) finish(fs *flag.FlagSet) error {
 	return nil
 }
 
-// stressCoreToggle is stress's default interval between core-scheduling
-// flips under --core-sched.
-const stressCoreToggle = 20 * time.Millisecond
+// newStressFlags is stress's flag set.
+func newStressFlags() (*flag.FlagSet, *stressFlags) {
+	fs := &flag2{newFlagSet("stress")}
+	sf := &stressFlags{}
+	sf.register(fs)
+	return fs.FlagSet, sf
+}
 
 func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := &flag2{newFlagSet("stress", stressUsage, stderr)}
-	var sf stressFlags
-	sf.register(fs)
-	if err := parse(fs.FlagSet, args, stressUsage, stdout); err != nil {
+	fs, sf := newStressFlags()
+	if err := parse(fs, args, stressUsage, stdout); err != nil {
 		return 0, err
 	}
-	if err := sf.finish(fs.FlagSet); err != nil {
+	if err := sf.finish(fs); err != nil {
 		return 0, err
 	}
 	if err := sf.checkOutputs(); err != nil {
@@ -268,7 +305,8 @@ func cmdStress(args []string, stdout, stderr io.Writer) (int, error) {
 	if sf.report == "" {
 		sf.report = fmt.Sprintf("proxysim-stress-%d.report", sf.o.Seed)
 	}
-	return runStress(&sf, args, stdout, stderr, log)
+	sf.printNeedNote("stress", stderr)
+	return runStress(sf, args, stdout, stderr, log)
 }
 
 // flag2 wraps a FlagSet (room for shared registration helpers).
@@ -311,7 +349,7 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		return 0, err
 	}
 	sf.start = time.Now()
-	if sf.statInterval > 0 {
+	if sf.statInterval > 0 && !mf.quiet {
 		go statLoop(r, sf, log, done)
 	}
 	restore := serialProcs(mf.o)
@@ -335,10 +373,29 @@ func runStress(sf *stressFlags, args []string, stdout, stderr io.Writer, log *za
 		} else {
 			fmt.Fprintf(stderr, "proxysim: violation: %s\nproxysim: report written to %s\n", s.Violations[0], mf.report)
 		}
-		printReport(stderr, mf, r, s, cmdline)
-		if !mf.o.Deterministic && sf.retryDet > 0 {
-			retryDeterministic(args, mf, s.Violations[0].Name, sf.retryDet, stderr, log)
+		if s.KnownDefect != "" {
+			fmt.Fprintf(stderr, "proxysim: %s\n", s.KnownDefect)
 		}
+		printReport(stderr, mf, r, s, cmdline)
+		var rep *reproduction
+		if mf.o.Deterministic {
+			rep = explainRepro(mf.o, mf.loadScenario)
+			rep.path = mf.report
+			if rep.ex != nil {
+				r.Explanation = rep.text()
+				rewriteReport(mf.report, r, s, cmdline, mf.events, stderr)
+			}
+		} else if sf.retryDet > 0 {
+			if rep = retryDeterministic(args, mf, s.Violations[0].Name, sf.retryDet, stderr, log); rep != nil && rep.ex != nil {
+				// The concurrent report gets its deterministic
+				// reproduction's explanation at the top.
+				r.Explanation = rep.text()
+				r.ExplanationOf = "its deterministic reproduction " + rep.path
+				rewriteReport(mf.report, r, s, cmdline, mf.events, stderr)
+			}
+		}
+		in.setStop(sf.failures.interrupt) // a signal now ends the failure's shrink
+		defer sf.failures.file(r, s, rep, mf, cmdline, stderr)
 	} else {
 		// a clean run leaves no failure report: take the preamble back
 		_ = os.Remove(mf.report)

@@ -76,6 +76,7 @@ func (m *Machine) dlTaskOfflineMigration(c *percpu.Ctx, r *rq.RQ, p *task.Task) 
 			}
 		}
 		p.CPUsMask = task.MaskAll(len(m.cpus))
+		p.WatchWrite(trace.FieldMask, int64(p.CPUsMask[0]))
 		p.NrCPUsAllowed = len(m.cpus)
 		p.PublishMask()
 		c.Inc(stats.AffinityBroken)

@@ -90,6 +90,7 @@ func (m *Machine) selectFallbackRQ(c *percpu.Ctx, cpu int, p *task.Task) int {
 		// writes the mask here with only pi_lock held ("More yuck to
 		// audit"); p is off every runqueue or its rq lock is held.
 		p.CPUsMask = task.MaskAll(len(m.cpus))
+		p.WatchWrite(trace.FieldMask, int64(p.CPUsMask[0]))
 		p.NrCPUsAllowed = len(m.cpus)
 		if p.PinnedCPU >= 0 && !m.cpuOnline(p.PinnedCPU) {
 			p.SetPinnedCPU(-1)

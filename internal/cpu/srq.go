@@ -9,8 +9,10 @@ package cpu
 
 import (
 	"fmt"
-	"github.com/proxysim/proxysim/internal/percpu"
+	"slices"
 	"sync"
+
+	"github.com/proxysim/proxysim/internal/percpu"
 
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/check"
@@ -25,7 +27,7 @@ import (
 // SRQOptions configure SHARED_RUNQ (off unless Config.SRQ is set).
 type SRQOptions struct {
 	Enabled   bool          // sched_feat(SHARED_RUNQ) at boot
-	Hooks     int           // rq.SRQHooksV2, V3 or V4
+	Hooks     int           // rq.SRQHooksV2, V3 or V4 (0: V4, the last posted)
 	ShardSize int           // CPUs per shard (SHARED_RUNQ_SHARD_SZ; v3: 6)
 	Bailouts  rq.SRQBailout // Prateek's bailouts switched on
 	// ToggleEvery is the stress injector's period (virtual ns of busy
@@ -34,6 +36,11 @@ type SRQOptions struct {
 	// (drained when it goes off).
 	ToggleEvery int64
 }
+
+// DefaultSRQHooks is the hook placement of a machine that names none:
+// v4's, the last posted, with the recheck whose lack is v2's and v3's
+// known defect (SRQKnownDefects).
+const DefaultSRQHooks = rq.SRQHooksV4
 
 // DefaultSRQShardSize is v3 7/7's SHARED_RUNQ_SHARD_SZ.
 const DefaultSRQShardSize = 6
@@ -284,6 +291,12 @@ func (cp *CPU) srqPull() int {
 		}
 	} else {
 		c.Inc(stats.SRQPulls)
+		if cfg.Hooks != rq.SRQHooksV4 && !p.AllowedOn(r.CPU) {
+			// v2/v3 lack v4's is_cpu_allowed recheck: this move is
+			// their known defect (invariant 49 or 2 follows).
+			cp.srqDefects = append(cp.srqDefects, srqDefectHit{defect: 0, hooks: cfg.Hooks, task: p.ID,
+				name: p.String(), from: src.CPU, to: r.CPU, pinned: p.PinnedCPU, at: c.Now})
+		}
 		if src != r {
 			m.moveQueuedTaskLocked(c, src, p, r.CPU, trace.ReasonSharedRunq)
 		}
@@ -298,6 +311,72 @@ func (cp *CPU) srqPull() int {
 		ret = -1
 	}
 	return ret
+}
+
+// SRQKnownDefect is a defect of a SHARED_RUNQ hook placement as posted
+// that the model keeps (it is the series' code) and a later posting
+// fixed. Its path records a hit each time the defective code does what
+// the fix refuses; a violation of one of its invariants by a task it
+// hit is that defect tripping.
+type SRQKnownDefect struct {
+	Name       string
+	Hooks      []int // the placements that have it
+	FixedIn    int   // the placement that fixed it
+	Invariants []check.Invariant
+	What       string
+}
+
+// SRQKnownDefects lists them (docs/kernel-map.md, shared_runq_pop_task).
+var SRQKnownDefects = []SRQKnownDefect{{
+	Name:       "no is_cpu_allowed recheck in the pull",
+	Hooks:      []int{rq.SRQHooksV2, rq.SRQHooksV3},
+	FixedIn:    rq.SRQHooksV4,
+	Invariants: []check.Invariant{check.InvMigrateDisabled, check.InvAffinity, check.InvRunnableInMask},
+	What: "shared_runq_pick_next_task pops a task is_cpu_allowed here, drops this rq lock, and moves it under task_rq_lock " +
+		"without testing is_cpu_allowed again: a task that entered a migrate_disable() region or whose mask changed in between is moved anyway",
+}}
+
+// srqDefectHit is one pull that took a known defect's path.
+type srqDefectHit struct {
+	defect, hooks int // SRQKnownDefects index, the placement
+	task          int
+	name          string
+	from, to      int
+	pinned        int // the CPU a migrate-disabled task was pinned to (-1: none)
+	at            int64
+}
+
+// SRQKnownDefect says which known defect of the run's SHARED_RUNQ hook
+// placement broke v, if one did: "" when v is not one of a defect's
+// invariants or no pull took the defect's path with v's task before v.
+// fixedIn is the placement that fixed it. Call it once the machine has
+// stopped.
+func (m *Machine) SRQKnownDefect(v check.Violation) (what string, fixedIn int) {
+	if m.srq == nil || m.Stuck {
+		return "", 0
+	}
+	var last *srqDefectHit
+	for _, cp := range m.cpus {
+		for i := range cp.srqDefects {
+			h := &cp.srqDefects[i]
+			if h.task == v.Task && h.at <= v.Time && (last == nil || h.at > last.at) {
+				last = h
+			}
+		}
+	}
+	if last == nil {
+		return "", 0
+	}
+	d := SRQKnownDefects[last.defect]
+	if !slices.Contains(d.Invariants, v.Invariant) {
+		return "", 0
+	}
+	why := "its mask no longer allowed cpu" + fmt.Sprint(last.to)
+	if last.pinned >= 0 {
+		why = fmt.Sprintf("it was migrate-disabled, pinned to cpu%d", last.pinned)
+	}
+	return fmt.Sprintf("known defect of the SHARED_RUNQ v%d hooks (%s): the pull moved %s cpu%d->cpu%d at %.3fms although %s; %s",
+		last.hooks, d.Name, last.name, last.from, last.to, float64(last.at)/1e6, why, d.What), d.FixedIn
 }
 
 // srqTick runs the stress injector: every ToggleEvery of busy time, a

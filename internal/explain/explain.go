@@ -26,6 +26,25 @@ type Explanation struct {
 	// Truncated: the watch had dropped older steps (the slice may have
 	// wanted some of them).
 	Truncated bool
+	// Coarse: built from flight-recorder events alone (FromEvents), with
+	// no replay: no locks, no reads.
+	Coarse bool
+	// From and To bound the steps the diagram covers (indices into
+	// Input.Steps: the window's first step, the violation's).
+	From, To int
+	// Where is the kernel function the broken state was made in (or, for
+	// an inline check, found in): with the invariant, the failure's
+	// signature.
+	Where string
+}
+
+// Signature names the failure for counting repeats: the invariant and
+// where it broke ("parked-owner@proxy_enqueue_on_owner").
+func (ex *Explanation) Signature() string {
+	if ex.Where == "" {
+		return ex.Failure.Name
+	}
+	return ex.Failure.Name + "@" + ex.Where
 }
 
 // Row is one step of one CPU: a kernel function (its call path's last
@@ -58,7 +77,7 @@ func Analyze(in *Input, opt Options) *Explanation {
 	for depth := opt.MaxDepth; depth >= 0; depth-- {
 		sl := &slicer{a: a, kept: map[int]keptStep{}, maxDepth: depth}
 		sl.run(a.criterion())
-		ex = a.layout(sl)
+		ex = a.layout(sl, opt.MaxRows)
 		if opt.MaxRows <= 0 || len(ex.Rows) <= opt.MaxRows {
 			break
 		}
@@ -66,9 +85,74 @@ func Analyze(in *Input, opt Options) *Explanation {
 	return ex
 }
 
+// where names the function the failure broke in: an inline check's own
+// function, or else that of the latest write the invariant rests on.
+func (a *analysis) where(sl *slicer) string {
+	if a.end < len(a.steps) && a.steps[a.end].CPU >= 0 {
+		return strings.ReplaceAll(funcName(a.path[a.end]), " > ", ">")
+	}
+	at := -1
+	for i, k := range sl.kept {
+		if k.why == whyCriterion && k.expand && i > at {
+			at = i
+		}
+	}
+	if at < 0 {
+		return ""
+	}
+	return strings.ReplaceAll(funcName(a.path[at]), " > ", ">")
+}
+
+// cut drops the kept steps of the lowest-ranked functions (a run of one
+// CPU's steps in one function, a row), the earliest first, until at
+// most limit are left; never those of rank 3 (the invariant's own steps
+// and the two sides of a race).
+func (a *analysis) cut(sl *slicer, limit int) {
+	type seg struct {
+		prio, first int
+		steps       []int
+	}
+	bySeg := map[int32]*seg{}
+	for i, k := range sl.kept {
+		s := bySeg[a.seg[i]]
+		if s == nil {
+			s = &seg{first: i}
+			bySeg[a.seg[i]] = s
+		}
+		s.prio = max(s.prio, k.prio)
+		s.first = min(s.first, i)
+		s.steps = append(s.steps, i)
+	}
+	if len(bySeg) <= limit {
+		return
+	}
+	segs := make([]*seg, 0, len(bySeg))
+	for _, s := range bySeg {
+		segs = append(segs, s)
+	}
+	sort.Slice(segs, func(i, j int) bool {
+		if segs[i].prio != segs[j].prio {
+			return segs[i].prio < segs[j].prio
+		}
+		return segs[i].first < segs[j].first
+	})
+	for _, s := range segs[:len(segs)-limit] {
+		if s.prio >= 3 {
+			break
+		}
+		for _, i := range s.steps {
+			delete(sl.kept, i)
+		}
+	}
+}
+
 // layout turns the kept steps into rows.
-func (a *analysis) layout(sl *slicer) *Explanation {
-	ex := &Explanation{Failure: a.in.Failure, Examined: a.end, Kept: len(sl.kept)}
+func (a *analysis) layout(sl *slicer, maxRows int) *Explanation {
+	if maxRows > 0 {
+		a.cut(sl, maxRows)
+	}
+	ex := &Explanation{Failure: a.in.Failure, Examined: a.end, Kept: len(sl.kept), From: sl.window, To: a.end}
+	ex.Where = a.where(sl)
 	keep := map[int]bool{}
 	segFirst := map[int32]int{} // kept segment -> its first and last kept step
 	segLast := map[int32]int{}
@@ -82,11 +166,11 @@ func (a *analysis) layout(sl *slicer) *Explanation {
 			segLast[si] = i
 		}
 	}
-	// The locks a kept function takes and drops between its kept steps,
-	// and its events.
-	for si, f := range segFirst {
+	// The locks a kept function takes and drops up to its last kept
+	// step, and its events.
+	for si := range segFirst {
 		l := segLast[si]
-		for j := f; j <= l; j++ {
+		for j := int(a.segs[si].first); j <= l; j++ {
 			if a.seg[j] != si {
 				continue
 			}
@@ -102,23 +186,44 @@ func (a *analysis) layout(sl *slicer) *Explanation {
 	}
 	sort.Ints(idx)
 	names := newAliases(a.in.Names)
+	names.ev = a.in.Event
 	// What comes before the window, and the context writes before the
 	// first explained step, is the state the race started from: a line
 	// each, not rows.
-	firstExpanded := a.end
-	for i, k := range sl.kept {
-		if k.expand && i < firstExpanded {
-			firstExpanded = i
-		}
-	}
-	for len(idx) > 0 && (idx[0] < sl.window || idx[0] < firstExpanded && !sl.kept[idx[0]].expand) {
+	for len(idx) > 0 && idx[0] < sl.window {
 		i := idx[0]
 		idx = idx[1:]
 		s := &a.steps[i]
 		if s.Kind != trace.StepWrite {
 			continue
 		}
-		ex.Before = append(ex.Before, fmt.Sprintf("%s (%s, CPU%d)", names.step(s, a.in.Names), leaf(a.path[i]), s.CPU))
+		ex.Before = append(ex.Before, fmt.Sprintf("%s (%s, %s)", names.step(s, a.in.Names), leaf(a.path[i]), colName(int(s.CPU))))
+	}
+	// With more CPUs than a mail's columns hold, the CPUs that only
+	// supply context (none of their steps is explained or part of a
+	// race) give their writes as state lines too.
+	all, told := map[int16]bool{}, map[int16]bool{}
+	for _, i := range idx {
+		c := a.steps[i].CPU
+		all[c] = true
+		if k, ok := sl.kept[i]; ok && (k.expand || k.prio >= 2) {
+			told[c] = true
+		}
+	}
+	if len(all) > maxColumns {
+		kept := idx[:0]
+		for _, i := range idx {
+			s := &a.steps[i]
+			if told[s.CPU] {
+				kept = append(kept, i)
+			} else if s.Kind == trace.StepWrite {
+				ex.Before = append(ex.Before, fmt.Sprintf("%s (%s, %s)", names.step(s, a.in.Names), leaf(a.path[i]), colName(int(s.CPU))))
+			}
+		}
+		idx = kept
+	}
+	if len(ex.Before) > maxBefore {
+		ex.Before = ex.Before[len(ex.Before)-maxBefore:]
 	}
 	cpus := map[int]bool{}
 	var row *Row
@@ -180,6 +285,38 @@ func funcName(path string) string {
 	return strings.Join(parts, " > ")
 }
 
+// cpuList renders a mask's bits as a CPU list ("0-3,6").
+func cpuList(m uint64) string {
+	var parts []string
+	for c := 0; c < 64; c++ {
+		if m&(1<<c) == 0 {
+			continue
+		}
+		e := c
+		for e+1 < 64 && m&(1<<(e+1)) != 0 {
+			e++
+		}
+		if e > c {
+			parts = append(parts, fmt.Sprintf("%d-%d", c, e))
+		} else {
+			parts = append(parts, fmt.Sprint(c))
+		}
+		c = e
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ",")
+}
+
+// maxColumns is how many CPU columns a diagram aims for: three of 32
+// characters fit a 100-column mail.
+const maxColumns = 3
+
+// maxBefore bounds the state lines shown before the diagram (the latest
+// are kept).
+const maxBefore = 8
+
 // leaf returns the innermost function of a kernel call path.
 func leaf(path string) string {
 	if path == "" {
@@ -194,11 +331,16 @@ const (
 	classRQ          = 1
 	classWaitLock    = 2
 	classBlockedLock = 3
+	classTimer       = 4
+	classSigLock     = 6
+	classShard       = 7
 )
 
 // aliases gives tasks short names for the columns and keeps a legend.
 type aliases struct {
 	names Names
+	// ev gives a StepEvent's event (Input.Event).
+	ev    func(*trace.Step) (*trace.Event, bool)
 	short map[int32]string
 	taken map[string]int32
 	order []int32
@@ -248,7 +390,13 @@ func (a *aliases) task(id int32) string {
 func (a *aliases) legend() []string {
 	out := make([]string, 0, len(a.order))
 	for _, id := range a.order {
-		out = append(out, fmt.Sprintf("%s = %s", a.short[id], a.names.Task(id)))
+		s := fmt.Sprintf("%s = %s", a.short[id], a.names.Task(id))
+		if a.names.Class != nil {
+			if c := a.names.Class(id); c != "" {
+				s += " (" + c + ")"
+			}
+		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -268,6 +416,15 @@ func (a *aliases) lockName(l lockID) string {
 		return a.mutex(k) + "->wait_lock"
 	case classBlockedLock:
 		return a.task(k) + "->blocked_lock"
+	case classSigLock:
+		return a.task(k) + "->sighand->siglock"
+	case classTimer:
+		return fmt.Sprintf("cpu%d's hrtimer base", k)
+	case classShard:
+		return fmt.Sprintf("shared_runq shard %d", k)
+	}
+	if int(class) < len(classNames) {
+		return fmt.Sprintf("%s#%d", classNames[class], k)
 	}
 	return fmt.Sprintf("lock%d#%d", class, k)
 }
@@ -305,6 +462,8 @@ func (a *aliases) value(f trace.Field, v int64, n Names) string {
 		return a.mutex(int32(v - 1))
 	case trace.FieldBlockedDonor, trace.FieldSleepingOwner, trace.FieldCurr, trace.FieldDonor:
 		return a.task(int32(v))
+	case trace.FieldMask:
+		return cpuList(uint64(v))
 	case trace.FieldOwner:
 		s := a.task(int32(v & 0xffffffff))
 		flags := v >> 32
@@ -363,10 +522,14 @@ func (a *aliases) step(s *trace.Step, n Names) string {
 	case trace.StepUnlock:
 		return "unlock " + a.lockName(lockID{s.Class, s.ID})
 	case trace.StepEvent:
-		if s.Ev.Kind == trace.EvViolation {
+		if a.ev == nil {
 			return ""
 		}
-		return a.event(&s.Ev)
+		e, ok := a.ev(s)
+		if !ok || e.Kind == trace.EvViolation {
+			return ""
+		}
+		return a.event(e)
 	case trace.StepCheck:
 		return fmt.Sprintf("invariant %d broken", s.Val)
 	}

@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// minColumn is the narrowest CPU column the plain text uses; with more
+// CPUs than fit, rows are listed one after the other, each with its CPU.
+const minColumn = 30
+
 func colName(cpu int) string {
 	if cpu < 0 {
 		return "barrier"
@@ -18,6 +22,11 @@ func colName(cpu int) string {
 func (ex *Explanation) WriteText(w io.Writer, width int) {
 	f := ex.Failure
 	fmt.Fprintf(w, "invariant %d (%s) broken\n", f.Invariant, f.Name)
+	if ex.Coarse {
+		for _, l := range wrap("(the flight recorder's events of the tasks involved: with no deterministic reproduction there is no replay, so no locks and no reads)", width) {
+			fmt.Fprintln(w, l)
+		}
+	}
 	if len(ex.Legend) > 0 {
 		for _, l := range wrap("tasks: "+strings.Join(ex.Legend, ", "), width) {
 			fmt.Fprintln(w, l)
@@ -33,9 +42,26 @@ func (ex *Explanation) WriteText(w io.Writer, width int) {
 	}
 	fmt.Fprintln(w)
 	n := len(ex.CPUs)
-	if n == 0 {
+	switch {
+	case n == 0:
 		fmt.Fprintf(w, "(no watched step leads to it)\n")
-	} else {
+	case (width-2*(n-1))/n < minColumn:
+		// Too many CPUs for columns: one block per row, its CPU first.
+		for _, r := range ex.Rows {
+			for i, l := range r.textLines() {
+				prefix := fmt.Sprintf("%-8s", colName(r.CPU))
+				if i > 0 {
+					prefix = strings.Repeat(" ", 8)
+				}
+				for j, part := range wrap(l, width-8) {
+					if j > 0 {
+						prefix = strings.Repeat(" ", 8)
+					}
+					fmt.Fprintln(w, prefix+part)
+				}
+			}
+		}
+	default:
 		gap := 2
 		colw := (width - gap*(n-1)) / n
 		if colw < 16 {

@@ -1,7 +1,9 @@
 package explain
 
 import (
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/proxysim/proxysim/internal/trace"
@@ -13,6 +15,9 @@ type Input struct {
 	Steps []trace.Step
 	// Path names the kernel call path of a step (trace.Watch.Path).
 	Path func(uint32) string
+	// Event gives the flight-recorder event of a StepEvent step
+	// (trace.Watch.Event).
+	Event func(*trace.Step) (*trace.Event, bool)
 	// Names names the machine's objects.
 	Names Names
 	// Failure is the broken invariant.
@@ -29,6 +34,9 @@ type Names struct {
 	RQLockCPU func(key int32) int
 	// State names a task state value.
 	State func(v int64) string
+	// Class, if set, describes a task's scheduling class and priority
+	// for the legend ("FIFO 40", "fair", "DEADLINE").
+	Class func(id int32) string
 }
 
 // Failure is the broken invariant an explanation ends with.
@@ -281,6 +289,10 @@ type keptStep struct {
 	depth  int
 	expand bool
 	why    reason
+	// prio ranks the step for a diagram that must be cut: 3 for the
+	// steps the invariant rests on and both sides of a race, 2 for the
+	// context of a race, 1 for other context.
+	prio int
 }
 
 // windowLead is how many steps before the first function that made the
@@ -288,7 +300,7 @@ type keptStep struct {
 // raced with it, and for the call on its own CPU that set it up.
 const windowLead = 2000
 
-func (sl *slicer) keep(i, depth int, expand bool, why reason) {
+func (sl *slicer) keep(i, depth int, expand bool, why reason, prio int) {
 	if i < 0 || i >= sl.a.end || depth > sl.maxDepth {
 		return
 	}
@@ -297,9 +309,16 @@ func (sl *slicer) keep(i, depth int, expand bool, why reason) {
 		return
 	}
 	if k, ok := sl.kept[i]; ok && k.depth <= depth && (k.expand || !expand) {
+		if prio > k.prio {
+			k.prio = prio
+			sl.kept[i] = k
+		}
 		return
 	}
-	sl.kept[i] = keptStep{depth, expand, why}
+	if k, ok := sl.kept[i]; ok && k.prio > prio {
+		prio = k.prio
+	}
+	sl.kept[i] = keptStep{depth, expand, why, prio}
 	if expand {
 		sl.work = append(sl.work, i)
 	}
@@ -373,7 +392,14 @@ func (sl *slicer) run(criterion []critKey) {
 	// the top-level call of the latest write the invariant rests on.
 	anchor := -1
 	if inline {
+		// ...or before the call that wrote what the check read, if that
+		// came earlier (within reach).
 		anchor = int(a.topStart[a.top[a.end]])
+		for _, r := range a.decisionReads(a.end) {
+			if w := lastBefore(a.writes[keyOf(&a.steps[r])], r); w >= 0 && a.end-w <= maxReach {
+				anchor = min(anchor, int(a.topStart[a.top[w]]))
+			}
+		}
 	} else {
 		for _, c := range criterion {
 			if w := lastBefore(a.writes[c.key], a.end); w >= 0 && !c.leaf {
@@ -385,49 +411,75 @@ func (sl *slicer) run(criterion []critKey) {
 		anchor = a.end
 	}
 	sl.window = max(anchor-windowLead, 0)
+	if w := a.reverseNesting(); w >= 0 {
+		// lock-order: the acquisition that set up the order the failing
+		// one inverts.
+		sl.window = min(sl.window, max(int(a.topStart[a.top[w]])-windowLead, 0))
+		sl.keep(w, 0, false, whyCriterion, 3)
+		sl.decisions(w, 0, 3)
+	}
 	if inline {
 		// What the check read before it fired is what it found wrong;
 		// the last writes of the fields the invariant names are the
 		// state it started from.
-		sl.decisions(a.end, 0)
+		sl.decisions(a.end, 0, 3)
 		for _, c := range criterion {
-			sl.keep(lastBefore(a.writes[c.key], a.end), sl.maxDepth, false, whyCriterion)
+			sl.keep(lastBefore(a.writes[c.key], a.end), sl.maxDepth, false, whyCriterion, 1)
 		}
 	} else {
 		for _, c := range criterion {
-			sl.keep(lastBefore(a.writes[c.key], a.end), 0, !c.leaf, whyCriterion)
+			prio := 3
+			if c.leaf {
+				prio = 1
+			}
+			sl.keep(lastBefore(a.writes[c.key], a.end), 0, !c.leaf, whyCriterion, prio)
 		}
 	}
 	for len(sl.work) > 0 {
 		i := sl.work[len(sl.work)-1]
 		sl.work = sl.work[:len(sl.work)-1]
-		d := sl.kept[i].depth
+		d, prio := sl.kept[i].depth, sl.kept[i].prio
 		s := &a.steps[i]
 		switch s.Kind {
 		case trace.StepWrite:
-			sl.decisions(i, d)
+			sl.decisions(i, d, prio)
 			// A read another CPU (or, for a list, another call on this
 			// one) made just before this write: it looked, found the old
 			// value, and acted on it.
 			k := keyOf(s).whole()
 			prev := lastBefore(a.writes[k], i)
+			// For a list (an emptiness test: nothing to do), any
+			// other call's read within the window's lead; for a field,
+			// another CPU's read made while this write's call was under
+			// way (the two raced).
 			if r := lastBefore(a.reads[k], i); r > prev && r >= 0 && !noisy(k) && a.top[r] != a.top[i] &&
-				(a.steps[r].CPU != s.CPU || setField(k.field)) {
-				sl.keep(r, d+1, false, whyMissed)
+				(setField(k.field) && i-r <= windowLead || a.steps[r].CPU != s.CPU && r >= int(a.topStart[a.top[i]])) {
+				sl.keep(r, d+1, false, whyMissed, 3)
 			}
 		case trace.StepRead:
 			k := keyOf(s)
 			// The write it read, if another call made it (what a
 			// function wrote and read back itself is its own business):
 			// context.
-			if w := lastBefore(a.writes[k], i); w >= 0 && a.top[w] != a.top[i] {
-				sl.keep(w, d+1, false, whyFlow)
-			}
 			// A write another CPU made while the read's call still went
 			// on: what it read was stale by the time it acted. That
 			// write is explained in turn.
-			if w := firstAfter(a.writes[k], i); w >= 0 && a.steps[w].CPU != s.CPU && w < int(a.topEnd[a.top[i]]) {
-				sl.keep(w, d+1, true, whyStale)
+			stale := firstAfter(a.writes[k], i)
+			if stale >= 0 && (a.steps[stale].CPU == s.CPU || stale >= int(a.topEnd[a.top[i]])) {
+				stale = -1
+			}
+			if w := lastBefore(a.writes[k], i); w >= 0 && (a.top[w] != a.top[i] || d == 0) {
+				fp := 1 // context
+				switch {
+				case stale >= 0:
+					fp = 3 // the value a race read, before the race
+				case prio >= 3 && d > 0:
+					fp = 2 // what a racing call rested on
+				}
+				sl.keep(w, d+1, false, whyFlow, fp)
+			}
+			if stale >= 0 {
+				sl.keep(stale, d+1, true, whyStale, 3)
 			}
 		}
 	}
@@ -437,8 +489,22 @@ func (sl *slicer) run(criterion []critKey) {
 // on: the last read of each field of the objects it writes or holds the
 // locks of, made by it or by its callers before the call (not inside
 // calls that returned), within a bounded scan.
-func (sl *slicer) decisions(i, d int) {
-	a := sl.a
+func (sl *slicer) decisions(i, d, prio int) {
+	for _, j := range sl.a.decisionReads(i) {
+		sl.keep(j, d, true, whyDecision, prio)
+	}
+}
+
+// maxReach bounds, in steps, how far before the violation a write the
+// check read can move the window's start.
+const maxReach = 200_000
+
+// decisionReads returns the reads the function of step i (a write, or an
+// inline check) decided on: the last read of each field of the objects
+// it writes or holds the locks of, made by it or by its callers before
+// the call (not inside calls that returned), within a bounded scan.
+func (a *analysis) decisionReads(i int) []int {
+	var out []int
 	s := &a.steps[i]
 	objs := a.decisionObjects(i)
 	if s.Kind == trace.StepCheck || s.Kind == trace.StepEvent {
@@ -469,8 +535,56 @@ func (sl *slicer) decisions(i, d int) {
 			continue
 		}
 		seen[rk] = true
-		sl.keep(j, d, true, whyDecision)
+		out = append(out, j)
 	}
+	return out
+}
+
+var lockOrderRE = regexp.MustCompile(`takes ([a-z_>-]+)#(\d+) while holding ([a-z_>-]+)#(\d+)`)
+
+// reverseNesting, for a lock-order violation ("takes A#x while holding
+// B#y"), returns the last earlier step where a CPU took B#y while holding
+// A#x: the order the failing acquisition inverts (-1 if none).
+func (a *analysis) reverseNesting() int {
+	f := a.in.Failure
+	if f.Name != "lock-order" {
+		return -1
+	}
+	m := lockOrderRE.FindStringSubmatch(f.Message)
+	if m == nil {
+		return -1
+	}
+	ca, cb := classOf(m[1]), classOf(m[3])
+	ka, _ := strconv.Atoi(m[2])
+	kb, _ := strconv.Atoi(m[4])
+	if ca < 0 || cb < 0 {
+		return -1
+	}
+	held := lockID{uint8(ca), int32(ka)}
+	for i := a.end - 1; i >= 0; i-- {
+		s := &a.steps[i]
+		if s.Kind != trace.StepLock || s.Class != uint8(cb) || s.ID != int32(kb) {
+			continue
+		}
+		for _, l := range a.heldSets[a.held[i]] {
+			if l == held {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// classNames are the lock classes by number (internal/spinlock's).
+var classNames = []string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other", "siglock", "shared_runq->lock"}
+
+func classOf(name string) int {
+	for i, n := range classNames {
+		if n == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // critKey is a field the invariant looked at; leaf: its last write is
@@ -537,16 +651,32 @@ func (a *analysis) criterion() []critKey {
 	}
 	if f.CPU >= 0 {
 		for _, fl := range spec.rq {
+			if fl == trace.FieldNeedResched {
+				// TIF_NEED_RESCHED is rq->curr's: the task the last
+				// write of rq->curr left there.
+				if w := lastBefore(a.writes[key{obj: trace.ObjRQ, id: int32(f.CPU), field: trace.FieldCurr}], a.end); w >= 0 {
+					add(key{obj: trace.ObjTask, id: int32(a.steps[w].Val), field: fl})
+				}
+				continue
+			}
 			add(key{obj: trace.ObjRQ, id: int32(f.CPU), field: fl})
 		}
 	}
 	// The queue membership of the named tasks, wherever they are queued.
 	if spec.queue {
 		for _, t := range f.Tasks {
-			for k := range a.writes {
+			// the task's latest enqueue or dequeue, wherever it was
+			var last key
+			at := -1
+			for k, ws := range a.writes {
 				if k.field == trace.FieldQueued && k.member == t {
-					add(k)
+					if w := lastBefore(ws, a.end); w > at {
+						at, last = w, k
+					}
 				}
+			}
+			if at >= 0 {
+				add(last)
 			}
 		}
 	}
@@ -600,7 +730,7 @@ var criteria = map[string]crit{
 	"one-queue": {task: []trace.Field{trace.FieldOnRQ, trace.FieldCPU, trace.FieldDelayed},
 		others: []trace.Field{trace.FieldOnRQ}, queue: true},
 	"affinity":         {task: []trace.Field{trace.FieldCPU, trace.FieldOnCPU}, rq: []trace.Field{trace.FieldCurr}},
-	"wake-cpu":         {task: []trace.Field{trace.FieldWakeCPU, trace.FieldCPU, trace.FieldIsBlocked}},
+	"wake-cpu":         {task: []trace.Field{trace.FieldWakeCPU, trace.FieldCPU, trace.FieldIsBlocked, trace.FieldMask}},
 	"migrate-disabled": {task: []trace.Field{trace.FieldCPU}},
 	"running-not-blocked": {task: []trace.Field{trace.FieldState, trace.FieldIsBlocked},
 		rq: []trace.Field{trace.FieldCurr}},
@@ -612,7 +742,7 @@ var criteria = map[string]crit{
 	"chain-acyclic": {task: []trace.Field{trace.FieldBlockedOn}, others: []trace.Field{trace.FieldBlockedOn},
 		mutex: []trace.Field{trace.FieldOwner}, chain: true},
 	"progress": {task: []trace.Field{trace.FieldOnRQ, trace.FieldState, trace.FieldCPU},
-		rq: []trace.Field{trace.FieldCurr, trace.FieldDonor}, queue: true},
+		rq: []trace.Field{trace.FieldCurr, trace.FieldDonor, trace.FieldNeedResched}, queue: true},
 	"offline-cpu": {task: []trace.Field{trace.FieldCPU, trace.FieldOnRQ, trace.FieldWakeCPU}, queue: true},
 	"donor-handoff": {task: []trace.Field{trace.FieldBlockedDonor, trace.FieldBlockedOn},
 		others: []trace.Field{trace.FieldBlockedOn}, mutex: []trace.Field{trace.FieldOwner}},

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"slices"
+
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/workload"
@@ -65,6 +67,69 @@ type BenchFigures struct {
 	// next wait).
 	P99WakeupLatencyNs  int64 `json:"p99_wakeup_latency_ns"`
 	P99RequestLatencyNs int64 `json:"p99_request_latency_ns"`
+	// Chain holds the chain benchmark's figures (Summary.Chain).
+	Chain *ChainFigures `json:"chain,omitempty"`
+}
+
+// ChainFigures are a chain of locks' figures (workload.Chain): the
+// waiter group's contended acquisitions of the head mutex (Waits: their
+// number; mean exact, p90 an upper bound like the summary's p99s, max
+// exact) and, for the waits during which the end mutex was released, the
+// unwinding from its last release to the acquisition (Unwinds of them).
+// Every figure spans several CPUs' clocks: exact to the run's clock skew
+// bound per hop.
+type ChainFigures struct {
+	Waiter       string `json:"waiter"`
+	Head         string `json:"head"`
+	End          string `json:"end"`
+	Waits        uint64 `json:"waits"`
+	MeanWaitNs   int64  `json:"mean_wait_ns"`
+	P90WaitNs    int64  `json:"p90_wait_ns"`
+	MaxWaitNs    int64  `json:"max_wait_ns"`
+	Unwinds      uint64 `json:"unwinds"`
+	MeanUnwindNs int64  `json:"mean_unwind_ns"`
+	P90UnwindNs  int64  `json:"p90_unwind_ns"`
+	MaxUnwindNs  int64  `json:"max_unwind_ns"`
+}
+
+// chainFigures matches the waiter group's acquisitions of the chain's head
+// with the releases of its end (every task's, in time order).
+func chainFigures(sc *workload.Scenario, tasks []*task.Task) *ChainFigures {
+	c := sc.Chain
+	if c == nil {
+		return nil
+	}
+	f := &ChainFigures{Waiter: sc.Groups[c.Waiter].Name, Head: sc.Mutexes[c.Head], End: sc.Mutexes[c.End]}
+	var releases []int64
+	type acq struct{ start, at int64 }
+	var acqs []acq
+	for _, p := range tasks {
+		if p == nil {
+			continue
+		}
+		for _, mk := range p.Stats.MutexMarks {
+			switch {
+			case int(mk.Mutex) == c.End && mk.Start < 0:
+				releases = append(releases, mk.At)
+			case int(mk.Mutex) == c.Head && mk.Start >= 0 && p.Group == c.Waiter:
+				acqs = append(acqs, acq{mk.Start, mk.At})
+			}
+		}
+	}
+	slices.Sort(releases)
+	var wait, unwind stats.Hist
+	for _, a := range acqs {
+		wait.Add(a.at - a.start)
+		// the last release of the end mutex at or before the acquisition
+		i, _ := slices.BinarySearch(releases, a.at+1)
+		if i > 0 && releases[i-1] >= a.start {
+			unwind.Add(a.at - releases[i-1])
+		}
+	}
+	f.Waits, f.MaxWaitNs, f.P90WaitNs = wait.N, wait.Max, wait.QuantileBound(0.9)
+	f.Unwinds, f.MaxUnwindNs, f.P90UnwindNs = unwind.N, unwind.Max, unwind.QuantileBound(0.9)
+	f.MeanWaitNs, f.MeanUnwindNs = mean(&wait), mean(&unwind)
+	return f
 }
 
 func benchFigures(sc *workload.Scenario, tasks []*task.Task, simTime int64) *BenchFigures {

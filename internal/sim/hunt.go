@@ -42,6 +42,9 @@ func HuntWatched(o Options, budget time.Duration, watch func() string) (HuntResu
 	if err != nil {
 		return HuntResult{}, err
 	}
+	if _, err := EnableBugNeeds(&o, sc, NeedsOff{}); err != nil {
+		return HuntResult{}, err
+	}
 	r, err := Build(o, sc)
 	if err != nil {
 		return HuntResult{}, err
@@ -103,21 +106,19 @@ func HuntWatched(o Options, budget time.Duration, watch func() string) (HuntResu
 	return res, nil
 }
 
-// HuntSetup turns on, for the catalogued bugs o.Bugs holds, what a hunt
-// needs to meet them: the feature an entry lives in (core scheduling,
-// SHARED_RUNQ, hotplug, toggles) and, for a few entries whose detection
-// rate does not grow with the machine, a smaller one (the hunt's table
-// names the CPU count a row ran at when it differs).
+// HuntSetup tunes a hunt for the catalogued bugs o.Bugs holds: the
+// workload an entry shows best on, a faster injector, and for a few
+// entries whose detection rate does not grow with the machine a smaller
+// one (the hunt's table names the CPU count a row ran at when it
+// differs). What an entry needs to run at all (core scheduling,
+// SHARED_RUNQ, hotplug, ...) is the catalogue's (bugs.Need), switched on
+// by EnableBugNeeds once the workload is loaded.
 func HuntSetup(o *Options) {
-	if o.Bugs.Has(bugs.CoreschedStall) {
+	need := o.Bugs.Needs()
+	if o.Bugs.Has(bugs.CoreschedStall) && o.Workload == "stress" {
 		// The entry lives in v3's core-wide pick and shows with
 		// CPU-bound tagged tasks beside untagged ones (the thread's VMs).
-		if o.CoreSched == "" {
-			o.CoreSched = "v3"
-		}
-		if o.Workload == "stress" {
-			o.Workload = "coresched"
-		}
+		o.Workload = "coresched"
 	}
 	if o.Bugs.Has(bugs.CoreFIVruntime) || o.Bugs.Has(bugs.CoreFINoTick) {
 		// One CPU hog per SMT thread, half of them tagged: nothing but
@@ -133,21 +134,15 @@ func HuntSetup(o *Options) {
 		}
 		o.CPUs = min(o.CPUs, 4)
 	}
-	for _, b := range []bugs.ID{bugs.CoreFIChargeStale, bugs.CoreFIVruntime, bugs.CoreFINoTick, bugs.CoreStealDonor, bugs.CoreDLTie, bugs.CoreLockFlip, bugs.CoreLockCPUOrder, bugs.CoreForceIdleAcct, bugs.CoreFlipRepick, bugs.CoreFlipStalePick, bugs.CoreRTForceidle, bugs.CoreTreeStaleKey, bugs.CoreReplenishStalePick, bugs.CoreThrottleStalePick} {
-		if o.Bugs.Has(b) && o.CoreSched == "" {
-			o.CoreSched = "on" // these live in core scheduling's code
+	if need&bugs.NeedCoreFlips != 0 && o.CoreToggleInterval == 0 {
+		o.CoreToggleInterval = 5 * time.Millisecond // flips four times as often as stress's default
+		if o.Bugs.Has(bugs.CoreFlipRepick) || o.Bugs.Has(bugs.CoreFlipStalePick) {
+			// F7's and F8's windows need many switches: with the
+			// toggler's rounds of cookie changes between them
+			// (core_task_seq bumped on every core they touch), 5 ms
+			// rounds took 16-35 s at 64 CPUs, 1 ms rounds 0.1-15 s.
+			o.CoreToggleInterval = time.Millisecond
 		}
-	}
-	for _, b := range []bugs.ID{bugs.CoreLockFlip, bugs.CoreFlipRepick, bugs.CoreFlipStalePick} {
-		if o.Bugs.Has(b) && o.CoreToggleInterval == 0 {
-			o.CoreToggleInterval = 5 * time.Millisecond // they need flips at run time
-		}
-	}
-	if o.Bugs.Has(bugs.SRQPullsDonor) && o.SharedRunq == "" {
-		o.SharedRunq = "on" // the entry lives in SHARED_RUNQ's pull
-	}
-	if o.Bugs.Has(bugs.SRQDrainIRQsOn) {
-		srqDrainSetup(o)
 	}
 	if o.Bugs.Has(bugs.ProxyMigrateOffline) {
 		// F12 needs a throttled DL owner alone on a CPU when it goes
@@ -156,9 +151,6 @@ func HuntSetup(o *Options) {
 		// 60 s; at 16 CPUs it takes seconds (a 2 ms interval was slower:
 		// median 10.5 s against 4.2 s, 3 seeds each).
 		o.CPUs = min(o.CPUs, 16)
-		if o.HotplugInterval == 0 {
-			o.HotplugInterval = 20 * time.Millisecond
-		}
 	}
 	if o.Bugs.Has(bugs.CoreDLTie) {
 		// F14 is met after about the same virtual time (0.2-0.9 s at 64
@@ -172,7 +164,7 @@ func HuntSetup(o *Options) {
 	if o.Bugs.Has(bugs.ReturnToOffline) && (o.HotplugInterval == 0 || o.HotplugInterval > 2*time.Millisecond) {
 		// The entry needs CPUs going offline under proxy-migrated donors,
 		// often: faster than stress's default interval.
-		o.HotplugInterval = 2 * time.Millisecond
+		o.HotplugInterval, o.HotplugIsDefault = 2*time.Millisecond, false
 	}
 }
 
@@ -220,18 +212,3 @@ func BugNames() []string {
 	}
 	return out
 }
-
-// srqDrainSetup turns on what srq-drain-irqs-on lives in: the shared
-// runqueue and the stress toggle whose rebuilds and flips drain it.
-func srqDrainSetup(o *Options) {
-	if o.SharedRunq == "" {
-		o.SharedRunq = "on"
-	}
-	if o.SRQToggleInterval == 0 {
-		o.SRQToggleInterval = time.Millisecond
-	}
-}
-
-// SRQDrainSetup is srqDrainSetup for the command line (--bug
-// srq-drain-irqs-on) and for a hunt's control runs.
-func SRQDrainSetup(o *Options) { srqDrainSetup(o) }

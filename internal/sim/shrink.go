@@ -19,7 +19,10 @@ import (
 
 // Size measures a scenario for shrinking.
 type Size struct {
-	CPUs, Tasks, Mutexes, Ops int
+	CPUs    int `json:"cpus"`
+	Tasks   int `json:"tasks"`
+	Mutexes int `json:"mutexes"`
+	Ops     int `json:"program_steps"`
 }
 
 func (s Size) String() string {

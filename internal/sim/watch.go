@@ -2,8 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/proxysim/proxysim/internal/check"
 	"github.com/proxysim/proxysim/internal/explain"
@@ -14,7 +16,7 @@ import (
 
 // DefaultWatchSteps is how many watched steps an explanation replay
 // keeps: the last ones before the violation.
-const DefaultWatchSteps = 1 << 22
+const DefaultWatchSteps = 1 << 21
 
 // RunWatched runs a deterministic run with a watch attached (trace.Watch:
 // every lock step and every read and write of the protocol's state, the
@@ -35,11 +37,57 @@ func RunWatched(o Options, sc *workload.Scenario, steps int) (*Run, *Summary, *t
 	return r, s, w, nil
 }
 
+// ExplainRun replays the deterministic run (o, sc) with a watch and
+// explains its first violation. It returns the explanation (nil when the
+// replay did not fail) and the replay's summary.
+func ExplainRun(o Options, sc *workload.Scenario, opt explain.Options) (*explain.Explanation, *Summary, error) {
+	r, s, w, err := RunWatched(o, sc, DefaultWatchSteps)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !s.Failed() {
+		return nil, s, nil
+	}
+	return r.Explain(w, s.Violations[0], opt), s, nil
+}
+
 // Explain slices a watched run that failed down to the steps its first
 // violation depends on (explain.Analyze).
 func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *explain.Explanation {
+	r.watch, r.watched = w, w.Steps()
+	in := &explain.Input{Steps: r.watched, Path: w.Path, Event: w.Event, Names: r.explainNames(), Failure: failureOf(v)}
+	ex := explain.Analyze(in, opt)
+	ex.Truncated = w.Dropped() > 0
+	return ex
+}
+
+// WriteSlicePerfetto writes the flight-recorder events of an explained
+// run's window (ex.From to the violation) as a Perfetto trace: the
+// stretch of the schedule the explanation's rows come from, every CPU.
+func (r *Run) WriteSlicePerfetto(out io.Writer, ex *explain.Explanation, meta map[string]string) error {
+	if r.watch == nil {
+		return fmt.Errorf("the run was not explained")
+	}
+	var evs []trace.Event
+	for i := ex.From; i <= ex.To && i < len(r.watched); i++ {
+		if e, ok := r.watch.Event(&r.watched[i]); ok {
+			evs = append(evs, *e)
+		}
+	}
+	return trace.WritePerfetto(out, evs, r.Machine.NumCPUs(), r.TaskName, meta)
+}
+
+// ExplainEvents lays out the flight recorder's last events of the tasks
+// a violation concerns (explain.FromEvents): the explanation of a failure
+// with no deterministic reproduction.
+func (r *Run) ExplainEvents(v check.Violation, maxRows int) *explain.Explanation {
+	return explain.FromEvents(r.Machine.Log.Merged(0), r.explainNames(), failureOf(v), maxRows)
+}
+
+// explainNames names the machine's objects for an explanation.
+func (r *Run) explainNames() explain.Names {
 	m := r.Machine
-	names := explain.Names{
+	return explain.Names{
 		Task: func(id int32) string { return r.TaskName(id) },
 		Mutex: func(id int32) string {
 			if int(id) < len(m.Mutexes()) {
@@ -49,7 +97,25 @@ func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *e
 		},
 		RQLockCPU: func(key int32) int { return int(key & 0xffff) },
 		State:     func(v int64) string { return task.State(v).String() },
+		Class: func(id int32) string {
+			p := m.Task(int(id))
+			if p == nil {
+				return ""
+			}
+			switch pol := p.SE.Policy; {
+			case pol.RT():
+				return fmt.Sprintf("%s %d", strings.ToUpper(pol.String()), p.SE.RTPriority)
+			case pol.DL():
+				return "DEADLINE"
+			}
+			return "fair"
+		},
 	}
+}
+
+// failureOf is a violation as an explanation's failure: the tasks and
+// mutexes its message names.
+func failureOf(v check.Violation) explain.Failure {
 	f := explain.Failure{Invariant: int(v.Invariant), Name: v.Name, Message: v.Message, CPU: v.CPU, Task: int32(v.Task)}
 	if v.Task > 0 {
 		f.Tasks = append(f.Tasks, int32(v.Task))
@@ -60,10 +126,7 @@ func (r *Run) Explain(w *trace.Watch, v check.Violation, opt explain.Options) *e
 		}
 	}
 	f.Mutexes = namedMutexes(v.Message)
-	in := &explain.Input{Steps: w.Steps(), Path: w.Path, Names: names, Failure: f}
-	ex := explain.Analyze(in, opt)
-	ex.Truncated = w.Dropped() > 0
-	return ex
+	return f
 }
 
 var (

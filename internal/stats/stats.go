@@ -130,6 +130,10 @@ const (
 	NewidleCutDomain       // newidle domain walks stopped before a domain: avg_idle < the walk's cost so far + that domain's max_newidle_lb_cost
 	NewidleCostNs          // virtual ns spent in newidle domain walks (their cost, charged to nobody)
 	BlockedWaiterDeadSkips // do_activate_blocked_waiter found the waiter TASK_DEAD and left it (finding F15's fix)
+	IPIsTaken              // IPIs taken by their target (sendings that found IPIs already pending are taken together)
+	IPILatenessNs          // virtual ns between an IPI's sending and its taking, summed (the clocks' skew as messages see it)
+	SchedIdleFast          // __schedule(SM_IDLE) with nothing queued: the idle task stays, no pick_next_task
+	CoreTagRounds          // stress: core-scheduling toggler rounds (every cookie taken away, or given back)
 	NumCounters
 )
 
@@ -163,6 +167,8 @@ var CounterNames = [NumCounters]string{
 	"newidle_balances", "newidle_domains", "newidle_pulls",
 	"newidle_cut_ttwu_pending", "newidle_cut_overload", "newidle_cut_avg_idle", "newidle_cut_domain", "newidle_cost_ns",
 	"blocked_waiter_dead_skips",
+	"ipis_taken", "ipi_lateness_ns",
+	"sched_idle_fast", "core_tag_rounds",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
@@ -187,6 +193,9 @@ type CPU struct {
 	HSum [NumCPUHists]atomic.Uint64
 	// SimTime is this CPU's virtual clock, published for scrapes.
 	SimTime atomic.Int64
+	// IPILateMax is the longest lateness of an IPI taken by this CPU
+	// (IPITaken), in virtual ns.
+	IPILateMax atomic.Int64
 	// MigrateBy counts task_cpu changes by reason (trace.MigrateReason):
 	// the one source of every per-kind migration figure.
 	MigrateBy [MaxReasons]atomic.Uint64
@@ -203,6 +212,15 @@ func (s *CPU) Inc(k Counter) { Bump(&s.C[k], 1) }
 
 // Add adds n to counter k.
 func (s *CPU) Add(k Counter, n uint64) { Bump(&s.C[k], n) }
+
+// IPITaken records an IPI taken late virtual ns after it was sent.
+func (s *CPU) IPITaken(late int64) {
+	s.Inc(IPIsTaken)
+	s.Add(IPILatenessNs, uint64(late))
+	if late > s.IPILateMax.Load() {
+		s.IPILateMax.Store(late)
+	}
+}
 
 // Observe records v in histogram h.
 func (s *CPU) Observe(h CPUHist, v uint64) {

@@ -43,32 +43,33 @@ type Field uint8
 // are negative), mutex ids + 1 for lock pointers (0: NULL), CPU numbers,
 // 0/1 for flags, the task state for __state.
 const (
-	FieldNone          Field = iota
-	FieldState               // p->__state
-	FieldOnRQ                // p->on_rq
-	FieldOnCPU               // p->on_cpu
-	FieldCPU                 // task_cpu(p)
-	FieldWakeCPU             // p->wake_cpu
-	FieldBlockedOn           // p->blocked_on (mutex id + 1)
-	FieldIsBlocked           // p->is_blocked
-	FieldBlockedDonor        // p->blocked_donor
-	FieldSleepingOwner       // p->sleeping_owner (the owner p is parked on)
-	FieldBlockedHead         // owner->blocked_head: +id added, -id removed; a read gives the length
-	FieldDelayed             // p->se.sched_delayed
-	FieldCurr                // rq->curr
-	FieldDonor               // rq->donor
-	FieldNeedResched         // TIF_NEED_RESCHED
-	FieldQueued              // the runqueue's queue: +id enqueued, -id dequeued
-	FieldOwner               // mutex->owner (task id; flags in the high bits of Val)
-	FieldWaiters             // mutex->wait_list: +id added, -id removed; a read gives the first waiter
-	FieldWakeEntry           // p->wake_entry: the CPU whose wake list it was put on (ttwu_queue_wakelist), taken off by that CPU (sched_ttwu_pending)
-	FieldBalanceCallbacks    // rq->balance_callback: how many are queued
+	FieldNone             Field = iota
+	FieldState                  // p->__state
+	FieldOnRQ                   // p->on_rq
+	FieldOnCPU                  // p->on_cpu
+	FieldCPU                    // task_cpu(p)
+	FieldWakeCPU                // p->wake_cpu
+	FieldBlockedOn              // p->blocked_on (mutex id + 1)
+	FieldIsBlocked              // p->is_blocked
+	FieldBlockedDonor           // p->blocked_donor
+	FieldSleepingOwner          // p->sleeping_owner (the owner p is parked on)
+	FieldBlockedHead            // owner->blocked_head: +id added, -id removed; a read gives the length
+	FieldDelayed                // p->se.sched_delayed
+	FieldCurr                   // rq->curr
+	FieldDonor                  // rq->donor
+	FieldNeedResched            // TIF_NEED_RESCHED
+	FieldQueued                 // the runqueue's queue: +id enqueued, -id dequeued
+	FieldOwner                  // mutex->owner (task id; flags in the high bits of Val)
+	FieldWaiters                // mutex->wait_list: +id added, -id removed; a read gives the first waiter
+	FieldWakeEntry              // p->wake_entry: the CPU whose wake list it was put on (ttwu_queue_wakelist), taken off by that CPU (sched_ttwu_pending)
+	FieldBalanceCallbacks       // rq->balance_callback: how many are queued
+	FieldMask                   // p->cpus_mask: its first 64 CPUs as bits
 	NumFields
 )
 
 var fieldNames = [NumFields]string{"", "__state", "on_rq", "on_cpu", "cpu", "wake_cpu", "blocked_on",
 	"is_blocked", "blocked_donor", "sleeping_owner", "blocked_head", "se.sched_delayed", "curr", "donor",
-	"need_resched", "queue", "owner", "wait_list", "wake_entry", "balance_callback"}
+	"need_resched", "queue", "owner", "wait_list", "wake_entry", "balance_callback", "cpus_mask"}
 
 func (f Field) String() string {
 	if f < NumFields {
@@ -90,18 +91,18 @@ const (
 	StepCheck                  // a broken invariant reported (Val: invariant number)
 )
 
-// Step is one watched step.
+// Step is one watched step (24 bytes: a replay keeps millions).
 type Step struct {
-	N     uint64 // position in the record
+	// Val is the value read or written; for a StepEvent, the event's
+	// number (Watch.Event); for a StepCheck, the invariant.
+	Val   int64
+	ID    int32  // task id, CPU number, mutex id, or the lock's key
+	Path  uint32 // the kernel call path (Watch.Path)
 	CPU   int16  // the CPU that did it (-1: the barrier, no CPU's turn)
 	Kind  StepKind
 	Obj   Obj
 	Field Field
 	Class uint8 // lock class (StepLock, StepUnlock)
-	ID    int32 // task id, CPU number, mutex id, or the lock's key
-	Val   int64
-	Path  uint32 // the kernel call path (Watch.Path)
-	Ev    Event  // StepEvent
 }
 
 // Watch records steps for an explanation replay. Owned by the goroutine
@@ -116,6 +117,11 @@ type Watch struct {
 	steps   []Step
 	mask    uint64
 	n       uint64
+	// evs holds the flight-recorder events the steps name, a ring of
+	// its own (events are a small part of the steps).
+	evs    []Event
+	evMask uint64
+	nev    uint64
 	// paths interns kernel call paths: paths[i] is path i, pathOf maps a
 	// program-counter stack to its index.
 	paths  []string
@@ -137,8 +143,9 @@ func NewWatch(size int) *Watch {
 	for n < size {
 		n <<= 1
 	}
-	return &Watch{steps: make([]Step, n), mask: uint64(n - 1), cur: -1, paths: []string{""},
-		pathOf: map[[maxDepth]uintptr]uint32{}}
+	ne := n / 4
+	return &Watch{steps: make([]Step, n), mask: uint64(n - 1), evs: make([]Event, ne), evMask: uint64(ne - 1),
+		cur: -1, paths: []string{""}, pathOf: map[[maxDepth]uintptr]uint32{}}
 }
 
 // SetCPU says which CPU holds the turn from now on.
@@ -149,12 +156,16 @@ func (w *Watch) Barrier(on bool) { w.barrier = on }
 
 func (w *Watch) add(cpu int16, k StepKind, o Obj, f Field, id int32, val int64) *Step {
 	s := &w.steps[w.n&w.mask]
-	*s = Step{N: w.n, CPU: cpu, Kind: k, Obj: o, Field: f, ID: id, Val: val, Path: w.path()}
+	*s = Step{CPU: cpu, Kind: k, Obj: o, Field: f, ID: id, Val: val, Path: w.path()}
 	w.n++
 	return s
 }
 
-// Read records a read of field f of object (o, id) that gave val.
+// Read records a read of field f of object (o, id) that gave val. Not
+// inlined: the model's accessors test for a watch and call it only when
+// one runs, and stay cheap enough to inline themselves.
+//
+//go:noinline
 func (w *Watch) Read(o Obj, id int32, f Field, val int64) {
 	if w.barrier {
 		return
@@ -162,7 +173,10 @@ func (w *Watch) Read(o Obj, id int32, f Field, val int64) {
 	w.add(w.cur, StepRead, o, f, id, val)
 }
 
-// Write records that field f of object (o, id) became val.
+// Write records that field f of object (o, id) became val (not
+// inlined, as Read).
+//
+//go:noinline
 func (w *Watch) Write(o Obj, id int32, f Field, val int64) {
 	cpu := w.cur
 	if w.barrier {
@@ -198,8 +212,9 @@ func (w *Watch) Check(inv int) {
 
 // event records a flight-recorder event (Ring.Emit).
 func (w *Watch) event(e *Event) {
-	s := w.add(int16(e.CPU), StepEvent, ObjNone, FieldNone, e.Task, 0)
-	s.Ev = *e
+	s := w.add(int16(e.CPU), StepEvent, ObjNone, FieldNone, e.Task, int64(w.nev))
+	w.evs[w.nev&w.evMask] = *e
+	w.nev++
 	if e.Kind == EvViolation {
 		s.Kind = StepCheck
 		s.Val = int64(e.A)
@@ -261,6 +276,19 @@ func GoFuncName(full string) string {
 		out = p
 	}
 	return parts[0] + "." + out
+}
+
+// Event returns the flight-recorder event a StepEvent step names, if the
+// watch still holds it.
+func (w *Watch) Event(s *Step) (*Event, bool) {
+	if s.Kind != StepEvent {
+		return nil, false
+	}
+	k := uint64(s.Val)
+	if k >= w.nev || w.nev-k > uint64(len(w.evs)) {
+		return nil, false
+	}
+	return &w.evs[k&w.evMask], true
 }
 
 // Path returns the kernel call path with index i ("" for none).
