@@ -208,12 +208,15 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 		case <-done:
 		}
 	}()
-	if so.Budget > 0 {
-		go s.watchBudget(time.Now(), done)
-	}
+	// The recorded run is run whole, whatever the budget: without it
+	// there is no failing case to keep. The budget counts its time.
+	start := time.Now()
 	s.tries++
 	first := s.runOn(s.cur, variant{strategy: o.Strategy, seed: o.Seed}, nil, bounds{sim: o.SimTime})
 	s.reserve.Store(int64(first.wall))
+	if so.Budget > 0 {
+		go s.watchBudget(start, done)
+	}
 	if !first.failed {
 		if s.stopped() {
 			return s.result(), nil

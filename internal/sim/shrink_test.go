@@ -32,7 +32,7 @@ func TestShrinkWorkersSameAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Shrink(o, sc, "one-queue", ShrinkOptions{MaxTries: 24, Seeds: 3, Workers: workers})
+		res, err := Shrink(o, sc, "one-queue", ShrinkOptions{MaxTries: 12, Seeds: 3, Workers: workers})
 		if err != nil {
 			t.Fatalf("workers=%d: %v", workers, err)
 		}
@@ -99,26 +99,29 @@ func runsAgain(t *testing.T, res ShrinkResult, inv string) bool {
 // From a 16-CPU failure the shrink reaches a machine of at most 8 CPUs
 // and 8 tasks, and the case it returns fails the same way at the same
 // event when built from its own options (seed, strategy, injectors, sim
-// time). The shrink does not depend on the host's speed, only the
-// budget does: this one is a safety net.
+// time). The test stops the shrink once it gets there (the rest of the
+// passes only make the case smaller); the budget is a safety net.
 func TestShrinkReachesSmallMachine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a shrink: a few hundred deterministic runs")
-	}
 	o, sc, inv := detFailure(t, "dangling-donor", 16, 5)
 	start := time.Now()
-	res, err := Shrink(o, sc, inv, ShrinkOptions{Seeds: 2, Budget: 5 * time.Minute})
+	stop := make(chan struct{})
+	reached := false
+	res, err := Shrink(o, sc, inv, ShrinkOptions{Seeds: 2, Budget: 3 * time.Minute, Stop: stop,
+		Progress: func(z Size, what string) {
+			t.Logf("%6.1fs kept %s -> %v", time.Since(start).Seconds(), what, z)
+			if z.CPUs <= 8 && z.Tasks <= 8 && !reached {
+				reached = true
+				close(stop)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	z := SizeOf(res.Scenario, res.Scenario.CPUs)
 	t.Logf("%s from 16 CPUs, %d tasks: %v in %v, %d runs, fails at event #%d with %s, seed %d",
 		inv, sc.NumTasks(), z, time.Since(start).Round(time.Millisecond), res.Tries, res.Violation.Seq, res.Options.Strategy, res.Seed)
-	if res.BudgetSpent {
-		t.Fatalf("the shrink did not end within its budget")
-	}
 	if z.CPUs > 8 || z.Tasks > 8 {
-		t.Errorf("shrunk to %v, want at most 8 CPUs and 8 tasks", z)
+		t.Errorf("shrunk to %v (budget spent: %v), want at most 8 CPUs and 8 tasks", z, res.BudgetSpent)
 	}
 	if !runsAgain(t, res, inv) {
 		t.Errorf("the shrunk case does not fail with %s at event #%d again", inv, res.Violation.Seq)
@@ -127,8 +130,9 @@ func TestShrinkReachesSmallMachine(t *testing.T) {
 
 // A shrink given a budget of 2s ends within a few seconds of it, with
 // the smallest failing case found so far: one that fails the same way.
+// The recorded run is run whole before the budget counts down.
 func TestShrinkBudget(t *testing.T) {
-	o, sc, inv := detFailure(t, "owner-mid-return", 64, 5)
+	o, sc, inv := detFailure(t, "owner-mid-return", 16, 5)
 	const budget = 2 * time.Second
 	start := time.Now()
 	res, err := Shrink(o, sc, inv, ShrinkOptions{Seeds: 4, Budget: budget})
@@ -141,11 +145,13 @@ func TestShrinkBudget(t *testing.T) {
 	if !res.BudgetSpent {
 		t.Fatalf("the shrink ended in %v, before its budget: the test needs a longer one", took)
 	}
-	if took > budget+3*time.Second {
+	// generous: the race detector and a loaded host slow the runs the
+	// budget stops and waits for
+	if took > budget+10*time.Second {
 		t.Errorf("a shrink with a budget of %v took %v", budget, took)
 	}
-	if z.CPUs > 64 || z.Tasks > sc.NumTasks() {
-		t.Errorf("the result %v is larger than the start (64 CPUs, %d tasks)", z, sc.NumTasks())
+	if z.CPUs > 16 || z.Tasks > sc.NumTasks() {
+		t.Errorf("the result %v is larger than the start (16 CPUs, %d tasks)", z, sc.NumTasks())
 	}
 	if !runsAgain(t, res, inv) {
 		t.Errorf("the case kept when the budget ran out does not fail with %s at event #%d again", inv, res.Violation.Seq)
