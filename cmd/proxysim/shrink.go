@@ -70,6 +70,7 @@ func newShrinkFlags() (*flag.FlagSet, *shrinkFlags) {
 }
 
 func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
+	begun := time.Now() // --budget counts the loading of the report too
 	fs, f := newShrinkFlags()
 	out, budget, maxTries, seeds, workers, order := &f.out, &f.budget, &f.maxTries, &f.seeds, &f.workers, &f.order
 	path, err := reportArg(fs, args, shrinkUsage, stdout)
@@ -135,7 +136,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	defer in.close()
 	in.setStop(func() { close(stop) })
 	start := time.Now()
-	res, err := sim.Shrink(mf.o, sc, want[3], sim.ShrinkOptions{MaxTries: *maxTries, Budget: *budget, Seeds: *seeds,
+	res, err := sim.Shrink(mf.o, sc, want[3], sim.ShrinkOptions{MaxTries: *maxTries, Budget: *budget, Start: begun, Seeds: *seeds,
 		Strategies: sts, Order: *order, Workers: *workers, Stop: stop,
 		Progress: func(z sim.Size, what string) {
 			if !f.quiet && !f.json {

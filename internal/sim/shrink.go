@@ -61,10 +61,12 @@ var DefaultShrinkStrategies = []string{"random", "pct:3", "time"}
 type ShrinkOptions struct {
 	// MaxTries bounds the candidate runs (0: no bound).
 	MaxTries int
-	// Budget bounds the wall time of the shrink (0: none). When it is
-	// spent the running candidates are stopped and the smallest failing
-	// scenario so far is the result.
+	// Budget bounds the wall time of the shrink (0: none), counted from
+	// Start (zero: when Shrink is called). When it is spent the running
+	// candidates are stopped and the smallest failing scenario so far is
+	// the result; it keeps time for the caller to run that once more.
 	Budget time.Duration
+	Start  time.Time
 	// Seeds is how many seeds a candidate is tried on per strategy: the
 	// seed it last failed on, then the next ones (1 or less: that one
 	// only). A candidate smaller machine is tried on MachineSeeds times
@@ -210,7 +212,10 @@ func Shrink(o Options, sc *workload.Scenario, invariant string, so ShrinkOptions
 	}()
 	// The recorded run is run whole, whatever the budget: without it
 	// there is no failing case to keep. The budget counts its time.
-	start := time.Now()
+	start := so.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
 	s.tries++
 	first := s.runOn(s.cur, variant{strategy: o.Strategy, seed: o.Seed}, nil, bounds{sim: o.SimTime})
 	s.reserve.Store(int64(first.wall))
@@ -338,6 +343,10 @@ func (s *shrinker) limit() time.Duration {
 // time on).
 func (s *shrinker) turns() uint64 { return 4*s.curRun.steps + 1_000_000 }
 
+// budgetSlack is the wall time a shrink keeps from its budget for the
+// candidate runs in flight to stop and the result to be written.
+const budgetSlack = 300 * time.Millisecond
+
 // watchBudget ends the shrink when what is left of the budget would no
 // longer pay for running the smallest failing case once more.
 func (s *shrinker) watchBudget(start time.Time, done <-chan struct{}) {
@@ -350,7 +359,9 @@ func (s *shrinker) watchBudget(start time.Time, done <-chan struct{}) {
 		case <-s.quit:
 			return
 		case <-t.C:
-			if time.Since(start)+time.Duration(s.reserve.Load()) >= s.so.Budget {
+			// twice the case's run: the caller's check of the result
+			// may run on a host as loaded as the shrink's was
+			if time.Since(start)+2*time.Duration(s.reserve.Load())+budgetSlack >= s.so.Budget {
 				s.budgetSpent.Store(true)
 				s.end()
 				return
