@@ -343,6 +343,10 @@ func (s *shrinker) limit() time.Duration {
 // time on).
 func (s *shrinker) turns() uint64 { return 4*s.curRun.steps + 1_000_000 }
 
+// abandonGrace is how long a candidate run may take to end once the
+// shrink has stopped before it is left behind.
+const abandonGrace = time.Second
+
 // budgetSlack is the wall time a shrink keeps from its budget for the
 // candidate runs in flight to stop and the result to be written.
 const budgetSlack = 300 * time.Millisecond
@@ -439,15 +443,21 @@ const budgetStop = "shrink: turn budget spent"
 func (s *shrinker) runOn(c cand, v variant, cancel <-chan struct{}, b bounds) runResult {
 	oo := c.o
 	oo.CPUs, oo.Topology, oo.Seed, oo.Strategy, oo.SimTime = c.sc.CPUs, c.sc.Topology, v.seed, v.strategy, b.sim
-	if lim := b.turns; lim > 0 {
-		prev := oo.OnEpoch
-		oo.OnEpoch = func(m *cpu.Machine, h int64) {
-			if m.ScheduleSteps() > lim {
-				m.Stop(budgetStop)
-			}
-			if prev != nil {
-				prev(m, h)
-			}
+	// The shrink's end and a decided earlier run stop this one from its
+	// own epoch hook, in the conductor's turn: a deterministic run
+	// stopped from outside while a CPU waits for its turn inside the
+	// epoch barrier's lock can hang (see the core-fi-vruntime shrink).
+	var halt atomic.Pointer[string]
+	lim := b.turns
+	prev := oo.OnEpoch
+	oo.OnEpoch = func(m *cpu.Machine, h int64) {
+		if why := halt.Load(); why != nil {
+			m.Stop(*why)
+		} else if lim > 0 && m.ScheduleSteps() > lim {
+			m.Stop(budgetStop)
+		}
+		if prev != nil {
+			prev(m, h)
 		}
 	}
 	r, err := Build(oo, clone(c.sc)) // Plan reads the scenario; each run its own copy
@@ -457,16 +467,35 @@ func (s *shrinker) runOn(c cand, v variant, cancel <-chan struct{}, b bounds) ru
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
+		why := ""
 		select {
 		case <-s.quit:
-			r.Stop("shrink ended")
+			why = "shrink ended"
 		case <-cancel:
-			r.Stop("shrink: an earlier run decided")
+			why = "shrink: an earlier run decided"
 		case <-done:
+			return
 		}
+		halt.Store(&why)
 	}()
 	start := time.Now()
-	sum := r.Execute()
+	ran := make(chan *Summary, 1)
+	go func() { ran <- r.Execute() }()
+	var sum *Summary
+	select {
+	case sum = <-ran:
+	case <-s.quit:
+		// A run that does not end within abandonGrace of the stop is
+		// left behind (its goroutines with it) and counts as not
+		// failing: some candidate runs block for good inside the model
+		// (core-fi-vruntime's shrink: CPUs waiting in SchedCoreLock with
+		// no conductor turn to pass), and the budget must hold anyway.
+		select {
+		case sum = <-ran:
+		case <-time.After(abandonGrace):
+			return runResult{}
+		}
+	}
 	res := runResult{steps: sum.ScheduleSteps, at: time.Duration(sum.SimTimeNs), wall: time.Since(start)}
 	if sum.Failed() && sum.Violations[0].Name == s.invariant && !s.stopped() && r.Machine.StopReason() != budgetStop {
 		res.failed, res.v, res.at = true, sum.Violations[0], sum.FailedAt()
@@ -596,7 +625,15 @@ func valid(c cand) bool {
 	if err != nil || tp.NumCPUs() != c.sc.CPUs {
 		return false
 	}
-	_, err = clone(c.sc).Plan(c.sc.CPUs, c.o.Seed)
+	if _, err = clone(c.sc).Plan(c.sc.CPUs, c.o.Seed); err != nil {
+		return false
+	}
+	// what the bugs switched on need must still be there (ww_mutexes in
+	// the scenario, an injector the shrink has not turned off): the
+	// command that runs the shrunk case would be refused otherwise
+	o := c.o
+	_, err = EnableBugNeeds(&o, c.sc, NeedsOff{Hotplug: o.HotplugInterval <= 0, CoreFlips: o.CoreToggleInterval <= 0,
+		TaskExits: o.SignalRate <= 0 || o.SignalFatal <= 0, SRQToggles: o.SRQToggleInterval <= 0})
 	return err == nil
 }
 
