@@ -364,8 +364,9 @@ func (s *shrinker) watchBudget(start time.Time, done <-chan struct{}) {
 			return
 		case <-t.C:
 			// twice the case's run: the caller's check of the result
-			// may run on a host as loaded as the shrink's was
-			if time.Since(start)+2*time.Duration(s.reserve.Load())+budgetSlack >= s.so.Budget {
+			// may run on a host as loaded as the shrink's was; and the
+			// grace a blocked run is given before it is left behind
+			if time.Since(start)+2*time.Duration(s.reserve.Load())+budgetSlack+abandonGrace >= s.so.Budget {
 				s.budgetSpent.Store(true)
 				s.end()
 				return
