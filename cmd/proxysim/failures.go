@@ -215,20 +215,8 @@ func (fs *failureSink) shrink(f *failure, dir string, add func(string, func(io.W
 	if err != nil {
 		return nil, nil
 	}
-	stop := make(chan struct{})
-	var once sync.Once
-	end := func() { once.Do(func() { close(stop) }) }
-	t := time.AfterFunc(fs.shrinkBudget, end)
-	defer t.Stop()
-	go func() {
-		select {
-		case <-fs.stop:
-			end()
-		case <-stop:
-		}
-	}()
 	start := time.Now()
-	res, err := sim.Shrink(f.detOpts, sc, f.ex.Failure.Name, sim.ShrinkOptions{MaxTries: 100000, Seeds: 4, Stop: stop})
+	res, err := sim.Shrink(f.detOpts, sc, f.ex.Failure.Name, sim.ShrinkOptions{Budget: fs.shrinkBudget, Seeds: 4, Stop: fs.stop})
 	if err != nil || res.Scenario == nil {
 		return nil, nil
 	}
@@ -239,10 +227,11 @@ func (fs *failureSink) shrink(f *failure, dir string, add func(string, func(io.W
 		return nil, nil
 	}
 	add("shrunk.json", func(w io.Writer) error { _, err := w.Write(data); return err })
-	o := f.detOpts
-	o.Seed = res.Seed
+	// the shrunk case's options: its seed, strategy, sim time and the
+	// stress injectors the shrink turned off
+	o := res.Options
 	add("shrunk.txt", func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "%s\n# %v, shrunk from %v in %v (%d candidate runs)\n", rerunWithScenario(o, "shrunk.json", res.Seed, f.bugs),
+		_, err := fmt.Fprintf(w, "%s\n# %v, shrunk from %v in %v (%d candidate runs)\n", rerunWithScenario(o, "shrunk.json", res.Seed, f.bugs)+strings.Join(append([]string{""}, injectorFlags(&f.detOpts, &o)...), " "),
 			sim.SizeOf(small, small.CPUs), sim.SizeOf(sc, max(sc.CPUs, f.detOpts.CPUs)), time.Since(start).Round(time.Millisecond), res.Tries)
 		return err
 	})

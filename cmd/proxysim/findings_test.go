@@ -235,6 +235,15 @@ func TestFailureDirectory(t *testing.T) {
 	if !strings.Contains(string(ex), "find_proxy_task") {
 		t.Errorf("explain.txt:\n%s", ex)
 	}
+	// the catalogue's signatures (internal/bugs/signatures_gen.go, from
+	// the hunt and the findings' reproducers) name the failure
+	if want := "proxysim: this is `" + f.bug + "`, see docs/findings.md F1"; !strings.Contains(errOut, want) {
+		t.Errorf("the failure is not recognised: want %q in\n%s", want, tail(errOut, 2000))
+	}
+	var first failureMeta
+	if b, err := os.ReadFile(filepath.Join(dir, "failure.json")); err != nil || json.Unmarshal(b, &first) != nil || first.Catalogue != f.bug {
+		t.Errorf("failure.json names catalogue entry %q, want %q (%v)", first.Catalogue, f.bug, err)
+	}
 	code, _, errOut = runCLI(t, append(args, "--report", filepath.Join(t.TempDir(), "b.report"))...)
 	if code != exitViolation || !strings.Contains(errOut, "the same failure as "+dir) {
 		t.Fatalf("second run: exit %d, want it counted in %s:\n%s", code, dir, tail(errOut, 2000))

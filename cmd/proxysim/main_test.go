@@ -289,6 +289,9 @@ func TestShrinkCatalogueBug(t *testing.T) {
 	if sc.CPUs > 4 || sc.NumTasks() > 8 {
 		t.Errorf("shrunk to %d CPUs and %d tasks, want at most 4 and 8\n%s", sc.CPUs, sc.NumTasks(), out)
 	}
+	if !strings.Contains(out, "\nchecked: it fails with affinity at event #") {
+		t.Errorf("shrink did not check the command it prints:\n%s", out)
+	}
 	// the command shrink prints (the shrunk scenario may fail on a seed
 	// after the recorded one)
 	i := strings.Index(out, "run it: ")

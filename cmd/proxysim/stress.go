@@ -186,10 +186,11 @@ func retryDeterministic(args []string, mf *machineFlags, inv string, budget time
 }
 
 // writeDeterministicReport writes the report of a deterministic retry
-// that failed, with a replay command that runs to just past the
-// violation's virtual time (the run stops at its first violation).
+// that failed, with a replay command that runs to just past the virtual
+// time the run had reached at its violation (the run stops at its first
+// violation).
 func writeDeterministicReport(args []string, mf *machineFlags, st string, r *sim.Run, s *sim.Summary, elapsed time.Duration, note string, stderr io.Writer) string {
-	end := time.Duration(s.Violations[0].Time)/time.Millisecond*time.Millisecond + 2*time.Millisecond
+	end := s.FailedAt()/time.Millisecond*time.Millisecond + 2*time.Millisecond
 	cmd := boundedReplayCommand(args, mf, st, end)
 	path := deterministicReportPath(mf.report)
 	if err := sim.WriteFileAtomic(path, func(w io.Writer) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -215,12 +216,29 @@ func TestInterruptShrinkKeepsBest(t *testing.T) {
 		ch <- syscall.SIGINT
 	}()
 	small := filepath.Join(dir, "small.json")
-	code, out, errs := runCLI(t, "shrink", rep, "--out", small, "--max-tries", "100000", "--seeds", "8")
-	if code != exitInterrupted || !strings.Contains(out, "interrupted: the smallest failing scenario so far") {
+	start := time.Now()
+	code, out, errs := runCLI(t, "shrink", rep, "--out", small, "--budget", "0", "--seeds", "8")
+	if code != exitInterrupted || !strings.Contains(out, "interrupted: the smallest failing case so far") {
 		t.Fatalf("shrink: exit %d, want %d\n%s%s", code, exitInterrupted, out, errs)
 	}
-	if _, err := workload.ParseFile(small); err != nil {
+	if el := time.Since(start); el > 2*time.Minute {
+		t.Errorf("shrink took %v to stop after SIGINT at 3s", el)
+	}
+	sc, err := workload.ParseFile(small)
+	if err != nil {
 		t.Fatalf("no usable scenario kept: %v", err)
+	}
+	// the case kept is no larger than the recorded one, and the command
+	// printed for it was run and failed with the same invariant
+	var before, after sim.Size
+	if _, err := fmt.Sscanf(out[strings.Index(out, "before: "):], "before: %d CPUs, %d tasks", &before.CPUs, &before.Tasks); err != nil {
+		t.Fatalf("no size before: %v\n%s", err, out)
+	}
+	if after = sim.SizeOf(sc, sc.CPUs); after.CPUs > before.CPUs || after.Tasks > before.Tasks {
+		t.Errorf("kept %v, larger than the recorded %d CPUs, %d tasks", after, before.CPUs, before.Tasks)
+	}
+	if !strings.Contains(out, "\nchecked: it fails with ") {
+		t.Errorf("the kept case's command was not checked:\n%s", out)
 	}
 }
 

@@ -807,6 +807,18 @@ func histLabel(b int) string {
 // Failed reports whether the run broke an invariant.
 func (s *Summary) Failed() bool { return len(s.Violations) > 0 }
 
+// FailedAt is the virtual time a failed run had reached when it stopped
+// at its first violation: the violation's own time, or for one the
+// barrier's audit found with no CPU's clock to stamp it (time 0), the
+// time the run had reached. A run of the same command bounded a little
+// past it (--sim-time) fails the same way.
+func (s *Summary) FailedAt() time.Duration {
+	if !s.Failed() {
+		return 0
+	}
+	return max(time.Duration(s.Violations[0].Time), time.Duration(s.SimTimeNs))
+}
+
 // TaskName names a task id for traces and reports.
 func (r *Run) TaskName(id int32) string {
 	if id < 0 {

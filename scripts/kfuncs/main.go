@@ -7,6 +7,9 @@
 //
 //	go run ./scripts/kfuncs            # rewrite the table
 //	go run ./scripts/kfuncs -check     # exit 1 if it is out of date
+//	go run ./scripts/kfuncs -o FILE    # write the table to FILE instead
+//
+// It runs from the repository's root.
 package main
 
 import (
@@ -33,6 +36,7 @@ const out = "internal/explain/kfuncs_gen.go"
 
 func main() {
 	check := flag.Bool("check", false, "only check that "+out+" is up to date")
+	dest := flag.String("o", out, "where to write the table")
 	flag.Parse()
 	src, err := generate()
 	if err != nil {
@@ -47,12 +51,12 @@ func main() {
 		}
 		return
 	}
-	tmp := out + ".tmp"
+	tmp := *dest + ".tmp"
 	if err := os.WriteFile(tmp, src, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "kfuncs:", err)
 		os.Exit(2)
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := os.Rename(tmp, *dest); err != nil {
 		fmt.Fprintln(os.Stderr, "kfuncs:", err)
 		os.Exit(2)
 	}
