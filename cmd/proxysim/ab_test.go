@@ -155,7 +155,7 @@ func TestRunProxyLevels(t *testing.T) {
 		}
 	}
 	get := func(level string) map[string]any {
-		code, out, errs := runCLI(t, "run", "--workload", "hackbench:groups=2,fds=4,loops=4", "--cpus", "4", "--seed", "2",
+		code, out, errs := runCLI(t, "run", "--workload", "hackbench:groups=2,fds=4,loops=4,pipe=1", "--cpus", "4", "--seed", "2",
 			"--deterministic", "--proxy-exec", level, "--json", "--quiet", "--report", filepath.Join(t.TempDir(), "r"),
 			// without spinning: on this small hackbench the lockers spin on
 			// running owners instead of blocking, and the levels differ

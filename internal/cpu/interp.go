@@ -29,6 +29,7 @@ func dur(p *task.Task, op *task.Op) int64 {
 // RUNNING. A step is at most one instruction, and compute is cut at the
 // next tick, timer or epoch end so that interrupts are taken on time.
 func (cp *CPU) step(p *task.Task) {
+	cp.spendCharges()
 	ex := &p.Exec
 	if ex.Exited {
 		// Exited but still current: schedule it away.
@@ -52,6 +53,15 @@ func (cp *CPU) step(p *task.Task) {
 	}
 	if int(op.Kind) < len(ops) && ops[op.Kind] != nil {
 		ops[op.Kind](cp, p, op)
+	}
+}
+
+// spendCharges spends the time charged for the series' own work
+// (percpu.Ctx.Pending) as execution time of what runs now.
+func (cp *CPU) spendCharges() {
+	if d := cp.c.Pending; d > 0 {
+		cp.c.Pending = 0
+		cp.advance(d)
 	}
 }
 
@@ -81,6 +91,7 @@ var ops = [...]func(cp *CPU, p *task.Task, op *task.Op){
 	task.OpWWLockSlow:     (*CPU).opLock,
 	task.OpWWUnlock:       (*CPU).opUnlock,
 	task.OpWWFini:         (*CPU).opWWFini,
+	task.OpSys:            (*CPU).opSys,
 }
 
 // opCompute runs compute for at most the budget to the next tick, timer or epoch end.
@@ -190,6 +201,8 @@ func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 			cp.lockResult(p, op, mx, st, ctx, mutex.LockAcquired)
 			return
 		}
+		c.Inc(stats.MutexFastMisses)
+		ex.MissStart = c.Now
 		if ctx != nil && ctx.Acquired == 0 {
 			// "Reset the wounded flag after a kill." (M, at the top of
 			// __mutex_lock_common: the fast path above skips it)
@@ -240,12 +253,17 @@ func (cp *CPU) lockResult(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.St
 	case mutex.LockAcquired:
 		ex.Phase = lockStart
 		ex.Held = append(ex.Held, mx.ID())
+		if ex.MissStart > 0 {
+			p.Stats.ContendedWait.Add(cp.c.Now - ex.MissStart)
+			ex.MissStart = 0
+		}
 		if ctx != nil {
 			cp.c.Inc(stats.WWAcquires)
 		}
 		ex.PC++
 	case mutex.LockEINTR:
 		ex.Phase = lockStart
+		ex.MissStart = 0
 		if op.Kind != task.OpLock {
 			cp.opWWBackoff(p, op, -1)
 			return
@@ -253,6 +271,7 @@ func (cp *CPU) lockResult(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.St
 		ex.PC = op.EINTRPC
 	case mutex.LockEDEADLK:
 		ex.Phase = lockStart
+		ex.MissStart = 0
 		cp.opWWBackoff(p, op, mx.ID())
 	case mutex.LockSpin:
 		ex.Phase = lockWaiterSpin

@@ -55,6 +55,7 @@ var counterSeconds = map[string]string{
 	"core_forceidle_ns":         "core_forceidle_seconds",
 	"core_forceidle_charged_ns": "core_forceidle_charged_seconds",
 	"newidle_cost_ns":           "newidle_cost_seconds",
+	"proxy_cost_ns":             "proxy_cost_seconds",
 }
 
 // counterSkip lists stats counters exported some other way.
@@ -185,6 +186,20 @@ var counterHelp = map[string]string{
 	"newidle_cut_avg_idle":       "Newidle balances given up at once because the CPU's average idle period was shorter than its smallest domain's max_newidle_lb_cost.",
 	"newidle_cut_domain":         "Newidle domain walks stopped before a larger domain: avg_idle below the walk's cost so far plus that domain's max_newidle_lb_cost.",
 	"newidle_cost_ns":            "Virtual seconds spent by newidle balancing in its domain walks (charged to nobody).",
+	"proxy_cost_ns":              "Virtual seconds charged for the proxy-execution series' own work where it happens (find_proxy_task links, re-picks, proxy and return migrations, sleeping-owner parking and activation).",
+	"wait_queue_sleeps":          "Benchmark paths: schedule() calls in a wait loop (wait_event, __lock_sock, sk_wait_data, futex_wait).",
+	"wait_queue_wakes":           "Benchmark paths: tasks woken by a wake-up of a wait queue or a FUTEX_WAKE.",
+	"pipe_full":                  "pipe_write found the pipe's ring full and waited on wr_wait.",
+	"pipe_empty":                 "pipe_read found the pipe empty and waited on rd_wait.",
+	"sndbuf_waits":               "sock_alloc_send_pskb found sk_wmem_alloc at sk_sndbuf and waited (sock_wait_for_wmem).",
+	"sock_empty":                 "A socket reader (unix_stream_read_generic, tcp_recvmsg) found its receive queue empty and waited.",
+	"sock_lock_waits":            "lock_sock found the socket owned by another task and slept on sk_lock.wq (__lock_sock).",
+	"sock_backlog":               "Segments the loopback receive path put on the socket's backlog because its user owned it.",
+	"futex_waits":                "FUTEX_WAIT calls.",
+	"futex_wakes":                "FUTEX_WAKE calls.",
+	"uspin_turns":                "Turns of a user-space trylock spin (schbench's per-CPU lock).",
+	"uspin_retries":              "Per-CPU user locks released again because the task had moved to another CPU (schbench's sched_getcpu re-check).",
+	"mutex_fastpath_misses":      "mutex_lock calls whose fast path failed because the lock was owned: contention resolved by spinning or by the slow path.",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

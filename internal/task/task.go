@@ -405,6 +405,10 @@ type Task struct {
 	// runs the task.
 	Exec ExecState
 
+	// Wait is the task's wait queue entry (OpSys waits); its fields say
+	// which lock guards them.
+	Wait WaitEntry
+
 	// Stats is written only by the CPU running the task (or its waker,
 	// under PiLock); read after the run stops.
 	Stats TaskStats
@@ -435,6 +439,14 @@ type TaskStats struct {
 	Requests   uint64
 	ReqLatency stats.Hist
 	ExitAt     int64
+	// UserWake is the wake-up latency a benchmark measures itself, in
+	// user space (schbench: from the waker's timestamp before its
+	// FUTEX_WAKE to the sleeper's after FUTEX_WAIT returns).
+	UserWake stats.Hist
+	// ContendedWait is, per contended mutex_lock, the time from the fast
+	// path's failure to the acquisition, whether a spin or the slow path
+	// got the lock (MutexWait covers the slow path's part).
+	ContendedWait stats.Hist
 }
 
 // MaxCompAt bounds Task.CompAt.
@@ -459,6 +471,11 @@ type ExecState struct {
 	Reaped    bool   // the last switch-out after exit dropped the task's own reference
 	// WW is the open ww_acquire_ctx (ww_acquire_init .. _fini), or nil.
 	WW *WWCtx
+	// Sys is the state of the system call the program is in (OpSys).
+	Sys SysState
+	// MissStart is when the current mutex_lock's fast path failed (0:
+	// it did not, or the lock was taken).
+	MissStart int64
 }
 
 // RRTimeslice is sched_rr_timeslice (RR_TIMESLICE, 100 ms) in virtual ns.
@@ -481,6 +498,7 @@ func New(id int, name string, ncpu, cpu int) *Task {
 	p.WakeCPU = cpu
 	p.SE.QueueCPU = -1
 	p.Exec.TimerCPU = -1
+	p.Exec.Sys.Slot = -1
 	p.PinnedCPU = -1
 	p.usage.Store(1)
 	return p
