@@ -61,7 +61,7 @@ func (c Cost) Adjust(m Metric, raw float64, r *Result) float64 {
 	switch m.Name {
 	case "time":
 		return raw + ov/cpus/1e9
-	case "throughput", "rps":
+	case "throughput", "rps", "fair_rps":
 		span := float64(r.Bench.TimeNs)
 		if !r.Bench.Finished {
 			span = float64(r.SimTimeNs)
