@@ -222,27 +222,31 @@ func (t *Table) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(w, strings.Join(parts, " "))
 	}
+	cw := 14 // the config column: the longest name
+	for _, c := range s.Configs {
+		cw = max(cw, len(c))
+	}
 	if t.hasWaits() {
 		fmt.Fprintf(w, "\nMutex waits by class (from the fast path's failure to the acquisition, spinning or asleep; per seed, averaged; max over seeds; us):\n")
-		fmt.Fprintf(w, "%-12s %-14s %-6s %10s %10s %10s %10s %10s\n", strings.TrimSuffix(caseHeader(s.Bench), ":"), "config", "class", "waits", "mean", "p90", "p99", "max")
+		fmt.Fprintf(w, "%-12s %-*s %-6s %10s %10s %10s %10s %10s\n", strings.TrimSuffix(caseHeader(s.Bench), ":"), cw, "config", "class", "waits", "mean", "p90", "p99", "max")
 		for _, r := range t.Rows {
 			for _, c := range r.Cells {
 				for _, wt := range c.Waits {
-					fmt.Fprintf(w, "%-12s %-14s %-6s %10d %10.1f %10.1f %10.1f %10.1f\n", r.Label, c.Config, wt.Class, wt.N,
+					fmt.Fprintf(w, "%-12s %-*s %-6s %10d %10.1f %10.1f %10.1f %10.1f\n", r.Label, cw, c.Config, wt.Class, wt.N,
 						float64(wt.MeanNs)/1e3, float64(wt.P90Ns)/1e3, float64(wt.P99Ns)/1e3, float64(wt.MaxNs)/1e3)
 				}
 			}
 		}
 	}
 	fmt.Fprintf(w, "\nCounts per operation (one %s; mean over seeds):\n", opName(s.Bench))
-	hdr := fmt.Sprintf("%-12s %-14s", strings.TrimSuffix(caseHeader(s.Bench), ":"), "config")
+	hdr := fmt.Sprintf("%-12s %-*s", strings.TrimSuffix(caseHeader(s.Bench), ":"), cw, "config")
 	for _, k := range PerOpCounts {
 		hdr += fmt.Sprintf(" %10s", perOpShort[k])
 	}
 	fmt.Fprintln(w, hdr)
 	for _, r := range t.Rows {
 		for _, c := range r.Cells {
-			line := fmt.Sprintf("%-12s %-14s", r.Label, c.Config)
+			line := fmt.Sprintf("%-12s %-*s", r.Label, cw, c.Config)
 			for _, k := range PerOpCounts {
 				line += fmt.Sprintf(" %10.4f", c.PerOp[k])
 			}
