@@ -26,9 +26,11 @@ type Cost struct {
 	FPTStep       float64 `json:"find_proxy_step_ns"` // per find_proxy_task link walked
 }
 
-// DefaultCost is the cost model's written-down defaults.
+// DefaultCost is the cost model's written-down defaults. A
+// find_proxy_task link costs nothing here: --proxy-costs charges it in
+// virtual time, so the raw figures already hold it.
 func DefaultCost() Cost {
-	return Cost{ContextSwitch: 500, Migration: 2000, IPI: 1500, LockAcquire: 20, LockContended: 200, JuggleRetry: 300, FPTStep: 50}
+	return Cost{ContextSwitch: 500, Migration: 2000, IPI: 1500, LockAcquire: 20, LockContended: 200, JuggleRetry: 300}
 }
 
 // Counter names a Result's Counts must hold for the cost model.

@@ -236,6 +236,7 @@ func (cp *CPU) lockSock(p *task.Task, op *task.Op, t *tcpConn) {
 	if !sk.owned {
 		sk.owned, sk.owner = true, p
 		sk.slock.Unlock(c.CPU)
+		c.Inc(stats.SockLocks)
 		ex.Phase = 0
 		ex.PC++
 		return

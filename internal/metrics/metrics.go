@@ -200,6 +200,7 @@ var counterHelp = map[string]string{
 	"uspin_turns":                "Turns of a user-space trylock spin (schbench's per-CPU lock).",
 	"uspin_retries":              "Per-CPU user locks released again because the task had moved to another CPU (schbench's sched_getcpu re-check).",
 	"mutex_fastpath_misses":      "mutex_lock calls whose fast path failed because the lock was owned: contention resolved by spinning or by the slow path.",
+	"sock_locks":                 "lock_sock acquisitions: a socket's sk_lock.owned taken (a spinlock and a flag, not a mutex).",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter

@@ -280,10 +280,10 @@ func TestHackbenchSocketShape(t *testing.T) {
 }
 
 // tbench and netperf over loopback TCP, 2 connections on 4 CPUs: client
-// i and server i wake only each other; no task takes a mutex (lock_sock
-// is sk_lock.slock and the owned flag, not a struct mutex), so proxy
-// execution never engages and off and full run the same schedule; every
-// request is answered.
+// i and server i wake only each other; every send and receive takes
+// lock_sock, and no task takes a mutex (lock_sock is sk_lock.slock and the
+// owned flag, not a struct mutex), so proxy execution never engages and
+// off and full run the same schedule; every request is answered.
 func TestReqRespShape(t *testing.T) {
 	for _, bench := range []string{"tbench", "netperf"} {
 		hashes := map[string]string{}
@@ -310,6 +310,11 @@ func TestReqRespShape(t *testing.T) {
 				}
 				if s.Counters["mutex_acquires"] != 0 || s.Counters["sock_empty"] == 0 {
 					t.Errorf("mutex acquisitions %d, empty receive queues %d: want none, some", s.Counters["mutex_acquires"], s.Counters["sock_empty"])
+				}
+				// a transaction takes lock_sock four times at least: the
+				// client's send and receive, the server's receive and send
+				if s.Counters["sock_locks"] < 4*s.Bench.Requests {
+					t.Errorf("lock_sock taken %d times for %d transactions, want at least 4 each", s.Counters["sock_locks"], s.Bench.Requests)
 				}
 				hashes[level] = s.TraceHash
 			})

@@ -151,6 +151,7 @@ const (
 	// lock was owned): contention, whether a spin or the slow path
 	// resolved it (mutex_contentions counts the waiters queued).
 	MutexFastMisses
+	SockLocks // lock_sock acquisitions (sk_lock.owned taken)
 	NumCounters
 )
 
@@ -187,7 +188,7 @@ var CounterNames = [NumCounters]string{
 	"proxy_cost_ns",
 	"wait_queue_sleeps", "wait_queue_wakes", "pipe_full", "pipe_empty", "sndbuf_waits", "sock_empty",
 	"sock_lock_waits", "sock_backlog", "futex_waits", "futex_wakes", "uspin_turns", "uspin_retries",
-	"mutex_fastpath_misses",
+	"mutex_fastpath_misses", "sock_locks",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts

@@ -14,7 +14,9 @@
 // it reads the results files a previous -run left. It prints the
 // comparison (Markdown: the date, the machine, the exact commands, the
 // table, the agreement), or with -write replaces the part of FILE between
-// the markers "<!-- abcompare:begin -->" and "<!-- abcompare:end -->".
+// the markers "<!-- abcompare:begin -->" and "<!-- abcompare:end -->" with
+// it, and the part between "<!-- abtables:begin -->" and
+// "<!-- abtables:end -->" with the matrices' tables.
 //
 // The reports' figures are data (reports.tsv), transcribed from the
 // mailing-list threads kept in /work/shared/seeds, each with its file and
@@ -376,9 +378,10 @@ func commandLine(m matrix, dir string) string {
 	return strings.Join(parts, " ")
 }
 
-// replaceSection puts text between the markers of file.
-func replaceSection(path, text string) error {
-	const begin, end = "<!-- abcompare:begin -->", "<!-- abcompare:end -->"
+// replaceSection puts text between the markers "<!-- NAME:begin -->"
+// and "<!-- NAME:end -->" of file.
+func replaceSection(path, name, text string) error {
+	begin, end := "<!-- "+name+":begin -->", "<!-- "+name+":end -->"
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -391,11 +394,30 @@ func replaceSection(path, text string) error {
 	out = append(out, '\n')
 	out = append(out, text...)
 	out = append(out, b[j:]...)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
-		return err
+	return sim.WriteFileAtomic(path, func(w io.Writer) error { _, err := w.Write(out); return err })
+}
+
+// matrixTables is each matrix's text table (DIR/NAME.txt) without the
+// post-hoc cost-adjusted table, in code blocks.
+func matrixTables(dir string, ms []matrix) (string, error) {
+	var b strings.Builder
+	for _, m := range ms {
+		txt, err := os.ReadFile(filepath.Join(dir, m.name+".txt"))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		s := string(txt)
+		if i := strings.Index(s, "\nCost-adjusted"); i >= 0 {
+			if j := strings.Index(s[i+1:], "\n\n"); j >= 0 {
+				s = s[:i] + s[i+1+j:]
+			}
+		}
+		fmt.Fprintf(&b, "`%s`:\n\n```\n%s\n```\n\n", m.name, strings.TrimSpace(s))
 	}
-	return os.Rename(tmp, path)
+	return b.String(), nil
 }
 
 func main() {
@@ -460,7 +482,14 @@ func mainErr(dir string, run bool, seeds, cpus, jobs int, reports, write string)
 		return err
 	}
 	if write != "" {
-		return replaceSection(write, b.String())
+		tabs, err := matrixTables(dir, ms)
+		if err != nil {
+			return err
+		}
+		if err := replaceSection(write, "abtables", tabs); err != nil {
+			return err
+		}
+		return replaceSection(write, "abcompare", b.String())
 	}
 	_, err = os.Stdout.Write(b.Bytes())
 	return err

@@ -78,14 +78,14 @@ func TestReplaceSection(t *testing.T) {
 	if err := os.WriteFile(p, []byte("a\n<!-- abcompare:begin -->\nold\n<!-- abcompare:end -->\nb\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := replaceSection(p, "new\n"); err != nil {
+	if err := replaceSection(p, "abcompare", "new\n"); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(p)
 	if string(got) != "a\n<!-- abcompare:begin -->\nnew\n<!-- abcompare:end -->\nb\n" {
 		t.Errorf("got %q", got)
 	}
-	if err := replaceSection(filepath.Join(t.TempDir(), "none.md"), "x"); err == nil {
+	if err := replaceSection(filepath.Join(t.TempDir(), "none.md"), "abcompare", "x"); err == nil {
 		t.Errorf("a missing file gave no error")
 	}
 }
