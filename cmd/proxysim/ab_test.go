@@ -147,7 +147,8 @@ func TestABResume(t *testing.T) {
 
 // --proxy-exec takes off, single-rq and full (on: full); a benchmark's
 // run reports its figures and its level in --json; single-rq never
-// proxy-migrates, full does on this hackbench.
+// proxy-migrates, full does on this hackbench (seed 3: on seeds 1 and 2
+// no pipe->mutex waiter is ever picked while its owner runs elsewhere).
 func TestRunProxyLevels(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--proxy-exec", "medium"},
@@ -160,7 +161,7 @@ func TestRunProxyLevels(t *testing.T) {
 		}
 	}
 	get := func(level string) map[string]any {
-		code, out, errs := runCLI(t, "run", "--workload", "hackbench:groups=2,fds=4,loops=4,pipe=1", "--cpus", "4", "--seed", "2",
+		code, out, errs := runCLI(t, "run", "--workload", "hackbench:groups=2,fds=4,loops=4,pipe=1", "--cpus", "4", "--seed", "3",
 			"--deterministic", "--proxy-exec", level, "--json", "--quiet", "--report", filepath.Join(t.TempDir(), "r"),
 			// without spinning: on this small hackbench the lockers spin on
 			// running owners instead of blocking, and the levels differ

@@ -343,8 +343,10 @@ func compare(w io.Writer, rows []reportRow, t tables, header string) error {
 	return nil
 }
 
-// machine describes where the comparison was made.
-func machine(commands []string) string {
+// machine describes where the comparison was made: the date, the host,
+// and the commit the matrices were run with (DIR/commit.txt, written by
+// -run).
+func machine(dir string, commands []string) string {
 	run := func(name string, args ...string) string {
 		out, err := exec.Command(name, args...).Output()
 		if err != nil {
@@ -354,7 +356,11 @@ func machine(commands []string) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Generated %s by `go run ./scripts/abcompare -run`.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "- `uname -a`: %s\n- `nproc`: %s\n- `go version`: %s\n- proxysim: %s\n\n", run("uname", "-a"), run("nproc"), run("go", "version"), run("git", "describe", "--always", "--dirty"))
+	commit := "(unknown: no commit.txt in the results directory)"
+	if c, err := os.ReadFile(filepath.Join(dir, "commit.txt")); err == nil {
+		commit = strings.TrimSpace(string(c))
+	}
+	fmt.Fprintf(&b, "- `uname -a`: %s\n- `nproc`: %s\n- `go version`: %s\n- proxysim built from: %s\n\n", run("uname", "-a"), run("nproc"), run("go", "version"), commit)
 	fmt.Fprintf(&b, "Commands:\n\n```sh\n")
 	for _, c := range commands {
 		fmt.Fprintf(&b, "%s\n", c)
@@ -453,6 +459,13 @@ func mainErr(dir string, run bool, seeds, cpus, jobs int, reports, write string)
 		if err != nil {
 			return err
 		}
+		rev, err := exec.Command("git", "describe", "--always", "--dirty").Output()
+		if err != nil {
+			return fmt.Errorf("git describe: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "commit.txt"), rev, 0o644); err != nil {
+			return err
+		}
 		build := exec.Command("go", "build", "-o", bin, "./cmd/proxysim")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
@@ -478,7 +491,7 @@ func mainErr(dir string, run bool, seeds, cpus, jobs int, reports, write string)
 		return err
 	}
 	var b bytes.Buffer
-	if err := compare(&b, rows, t, machine(commands)); err != nil {
+	if err := compare(&b, rows, t, machine(dir, commands)); err != nil {
 		return err
 	}
 	if write != "" {
