@@ -33,12 +33,12 @@ const abUsage = `Usage: proxysim ab [flags]
 
 A/B benchmark tables in the format of the proxy-execution series' test
 reports. Runs a benchmark workload (--workload hackbench|tbench|netperf|
-schbench|inversion, with parameters after a colon) for every case (--cases: the
-benchmark's groups, clients or workers) and every configuration (--configs,
+schbench|inversion|chain, with parameters after a colon) for every case (--cases: the
+benchmark's groups, clients, workers, hogs or links) and every configuration (--configs,
 separated by ';': a proxy-execution level off|single-rq|full, optionally
 followed by +BUG for catalogued bugs, e.g. "off;single-rq;full;full+cpu-before-on-rq")
-over --seeds seeds, as deterministic runs (exact timing), in parallel up to
-the host's cores. Prints, per case, each configuration's statistic
+over --seeds seeds, as deterministic runs (exact timing: the time strategy,
+clock skew bound --max-skew), in parallel up to the host's cores. Prints, per case, each configuration's statistic
 normalised to the first configuration: ratio [percent improvement](CV),
 then the raw statistic, the cost-adjusted table and the counts per
 operation that explain the differences.
@@ -79,6 +79,7 @@ type abFlags struct {
 	auditEvery                                   int
 	noSpin                                       bool
 	proxyCosts                                   percpu.ProxyCosts
+	maxSkew                                      time.Duration
 	cost                                         ab.Cost
 	set                                          map[string]bool
 }
@@ -228,6 +229,8 @@ func defaultCases(bench string) string {
 		return "1,2,4,8,16,32,64"
 	case "inversion":
 		return "0,16,32,64"
+	case "chain":
+		return "1,3,7"
 	}
 	return "1,2,4,8,16"
 }
@@ -240,6 +243,8 @@ func defaultSimTime(bench string) time.Duration {
 	switch bench {
 	case "hackbench", "schbench", "inversion":
 		return time.Second
+	case "chain":
+		return 2 * time.Second // a chain forms every 9 ms
 	}
 	return 50 * time.Millisecond
 }
@@ -251,12 +256,12 @@ func newABFlags() (*flag.FlagSet, *abFlags) {
 	def := ab.DefaultCost()
 	f.common().register(fs, map[string]string{
 		"seed":     "the first; default 1",
-		"workload": "a benchmark and its parameters but the case's: hackbench, tbench, netperf, schbench, inversion, e.g. hackbench:pipe=1",
+		"workload": "a benchmark and its parameters but the case's: hackbench, tbench, netperf, schbench, inversion, chain, e.g. hackbench:pipe=1",
 		"quiet":    "the runs-done line",
 		"json":     "the table and every per-seed value: --format json",
 		"out":      "the results file (JSON), every run's result, rewritten as runs finish; run again with it to resume",
 	})
-	fs.StringVar(&f.cases, "cases", "", "comma-separated values of the benchmark's case parameter (groups, clients, workers, hogs); default 1,2,4,8,16 (tbench, netperf: up to 64; inversion: 0,16,32,64)")
+	fs.StringVar(&f.cases, "cases", "", "comma-separated values of the benchmark's case parameter (groups, clients, workers, hogs, links); default 1,2,4,8,16 (tbench, netperf: up to 64; inversion: 0,16,32,64; chain: 1,3,7)")
 	fs.StringVar(&f.configs, "configs", "off;single-rq;full", "';'-separated configs, the first the baseline: LEVEL[+BUG...][+FEATURE...][+hooks=v2|v3|v4][+bail=NAME,...][+no-sleeping-owners] with LEVEL off|single-rq|full, FEATURE a sched feature (SHARED_RUNQ, NO_SHARED_RUNQ), hooks and bail the shared_runq knobs, no-sleeping-owners full without sleeping-owner parking")
 	simDef := sim.Defaults()
 	fs.DurationVar(&f.newidleCost, "newidle-cost", simDef.NewidleCost, "virtual time newidle balancing costs per domain balanced and per shared_runq lock taken, in every run (see proxysim run --help)")
@@ -264,9 +269,10 @@ func newABFlags() (*flag.FlagSet, *abFlags) {
 	fs.DurationVar(&f.newidleTaskCost, "newidle-task-cost", simDef.NewidleTaskCost, "virtual time newidle balancing costs per task it examines for a pull, in every run")
 	fs.IntVar(&f.seeds, "seeds", 5, "seeds per case and config (1-1000)")
 	fs.StringVar(&f.topology, "topology", "", "machine shape (see proxysim run --help); sets --cpus when --cpus is not given")
-	fs.DurationVar(&f.simTime, "sim-time", 0, "virtual time per run (default: 1s for hackbench, which stops when it finishes, schbench and inversion; 50ms for tbench and netperf)")
+	fs.DurationVar(&f.simTime, "sim-time", 0, "virtual time per run (default: 1s for hackbench, which stops when it finishes, schbench and inversion; 2s for chain; 50ms for tbench and netperf)")
 	fs.StringVar(&f.strategy, "strategy", "time", "deterministic strategy: time (exact timing), random, pct:D")
-	fs.StringVar(&f.metric, "metric", "", "figure of merit (default: the benchmark's; schbench: wakeup_p99, request_p99 or rps; inversion: rt_wait_p99, rt_wait_mean or fair_rps)")
+	fs.DurationVar(&f.maxSkew, "max-skew", simDef.MaxSkew, "clock skew bound of every run (see proxysim run --help); results of an --out file measured with a larger one are flagged (*)")
+	fs.StringVar(&f.metric, "metric", "", "figure of merit (default: the benchmark's; schbench: wakeup_p99, request_p99 or rps; inversion: rt_wait_p99, rt_wait_mean or fair_rps; chain: wait_mean, wait_p90, wait_max or unwind)")
 	fs.StringVar(&f.stat, "stat", "", "statistic over seeds: AMean, HMean or Median (default: the reports' for the benchmark)")
 	fs.StringVar(&f.format, "format", "text", "table format: text, csv or json (json holds every per-seed value)")
 	fs.StringVar(&f.plot, "plot", "", "draw percent improvement per case, CV as error bars, to this PNG file")
@@ -440,6 +446,9 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 	if _, err := conductor.ParseStrategy(f.strategy); err != nil {
 		return fail("--strategy: %v", err)
 	}
+	if f.maxSkew < 100*time.Nanosecond {
+		return fail("--max-skew must be at least 100ns, not %v", f.maxSkew)
+	}
 	m, err := ab.FindMetric(name, f.metric)
 	if err != nil {
 		return fail("--metric: %v", err)
@@ -493,7 +502,7 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 	spec = ab.Spec{Workload: f.workload, Bench: name, Primary: primary, CPUs: f.cpus, Topology: f.topology, SimTimeNs: int64(f.simTime),
 		Strategy: f.strategy, Cases: cases, Configs: names, Seeds: f.seeds, FirstSeed: f.seed.v, NoOptimisticSpin: f.noSpin,
 		NewidleCostNs: int64(f.newidleCost), NewidleCPUCostNs: int64(f.newidleCPUCost), NewidleTaskCostNs: int64(f.newidleTaskCost),
-		ProxyCosts: f.proxyCosts}
+		ProxyCosts: f.proxyCosts, MaxSkewNs: int64(min(f.maxSkew, sim.Defaults().Epoch))}
 	return spec, cfgs, m, stat, nil
 }
 
@@ -569,6 +578,7 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 			o.NewidleCPUCost = time.Duration(spec.NewidleCPUCostNs)
 			o.NewidleTaskCost = time.Duration(spec.NewidleTaskCostNs)
 			o.ProxyCosts = spec.ProxyCosts
+			o.MaxSkew = time.Duration(spec.MaxSkewNs)
 			sc, err := workload.Benchmark(o.Workload)
 			if err != nil {
 				return err
@@ -616,7 +626,7 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 // resultOf reads a finished run's result.
 func resultOf(j ab.Job, r *sim.Run, s *sim.Summary) ab.Result {
 	res := ab.Result{Case: j.Case, Config: j.Config, Seed: j.Seed, CPUs: s.CPUs, SimTimeNs: s.SimTimeNs, WallNs: s.WallTimeNs,
-		Counts: map[string]uint64{}, TraceHash: s.TraceHash}
+		Counts: map[string]uint64{}, TraceHash: s.TraceHash, SkewBoundNs: s.ClockSkewBoundNs, MaxIPILatenessNs: s.MaxIPILatenessNs}
 	if s.Bench != nil {
 		res.Bench = *s.Bench
 	}

@@ -52,7 +52,7 @@ func TestSummaryJSONAndMetricsAgree(t *testing.T) {
 		t.Fatalf("the third run differs (hash %s, want %s)", s3.TraceHash, s.TraceHash)
 	}
 	col := metrics.NewCollector(metrics.Options{})
-	col.SetSource(r.Machine, metrics.RunInfo{Workload: sc.Name, Seed: o.Seed, ProxyExec: true, Shards: 1})
+	col.SetSource(r.Machine, metrics.RunInfo{Workload: sc.Name, Seed: o.Seed, ProxyExec: true, Shards: 1, SkewBoundNs: r.Machine.SkewBound()})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(col)
 	mfs, err := reg.Gather()
@@ -60,6 +60,7 @@ func TestSummaryJSONAndMetricsAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	counter := map[string]float64{}
+	gauge := map[string]float64{}
 	hists := map[string][2]float64{} // count, sum
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
@@ -70,6 +71,8 @@ func TestSummaryJSONAndMetricsAgree(t *testing.T) {
 			switch {
 			case m.Counter != nil:
 				counter[name] = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				gauge[name] = m.GetGauge().GetValue()
 			case m.Histogram != nil:
 				hists[name] = [2]float64{float64(m.GetHistogram().GetSampleCount()), m.GetHistogram().GetSampleSum()}
 			}
@@ -99,6 +102,16 @@ func TestSummaryJSONAndMetricsAgree(t *testing.T) {
 	}
 	if sum != s.Migrations || sum == 0 {
 		t.Errorf("migrations %d, sum over reasons %d", s.Migrations, sum)
+	}
+	// the clocks: the bound and the largest lateness, JSON, metrics, text
+	if s.ClockSkewBoundNs <= 0 || gauge["proxysim_clock_skew_bound_seconds"] != float64(s.ClockSkewBoundNs)/1e9 {
+		t.Errorf("proxysim_clock_skew_bound_seconds = %v, JSON clock_skew_bound_ns = %d", gauge["proxysim_clock_skew_bound_seconds"], s.ClockSkewBoundNs)
+	}
+	if gauge["proxysim_ipi_lateness_max_seconds"] != float64(s.MaxIPILatenessNs)/1e9 {
+		t.Errorf("proxysim_ipi_lateness_max_seconds = %v, JSON max_ipi_lateness_ns = %d", gauge["proxysim_ipi_lateness_max_seconds"], s.MaxIPILatenessNs)
+	}
+	if want := sim.FormatSkew(s.ClockSkewBoundNs, s.MaxIPILatenessNs); !strings.Contains(text, "clocks            "+want) {
+		t.Errorf("text lacks the clocks line %q\n%s", want, text)
 	}
 	chain := hists["proxysim_proxy_chain_length"]
 	spins := hists["proxysim_find_proxy_task_spins"]

@@ -46,6 +46,7 @@ func newExploreFlags() (*flag.FlagSet, *exploreFlags) {
 	def := sim.Defaults()
 	def.CPUs, def.Workload, def.SimTime = 8, "stress", 100*time.Millisecond
 	def.Deterministic, def.Strategy = true, "pct:3"
+	def.MaxSkew = huntMaxSkew
 	ef.register(fs, def, "proxysim-explore-SEED.report")
 	fs.IntVar(&ef.runs, "runs", 100, "number of runs")
 	fs.IntVar(&ef.workers, "workers", runtime.NumCPU(), fmt.Sprintf("parallel workers, 1 to the host's cores (%d)", runtime.NumCPU()))
@@ -279,6 +280,9 @@ func reproduceExplore(args []string, seed uint64, sc *workload.Scenario) string 
 	}
 	if !has("strategy") {
 		parts = append(parts, "--strategy", "pct:3")
+	}
+	if !has("max-skew") {
+		parts = append(parts, "--max-skew", huntMaxSkew.String())
 	}
 	parts = append(parts, fmt.Sprintf("--seed %d", seed))
 	return strings.Join(parts, " ")

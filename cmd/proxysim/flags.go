@@ -352,7 +352,8 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.Var(proxyCostsFlag{&mf.o.ProxyCosts}, "proxy-costs", "virtual time the proxy-execution series' own work costs where it happens: none (default here), default (proxysim ab's: "+sim.FormatProxyCosts(sim.DefaultProxyCosts)+"), or link=,repick=,migrate=,return=,park= durations (docs/benchmarks.md)")
 	fs.Var(listFlag{&mf.bugNames}, "bug", "switch a catalogued bug back on (repeatable; see 'proxysim bugs')")
 	fs.DurationVar(&mf.o.Tick, "tick", def.Tick, "virtual scheduler tick")
-	fs.DurationVar(&mf.o.Epoch, "epoch", def.Epoch, "virtual time between CPU barriers (bounds clock skew; audits run there)")
+	fs.DurationVar(&mf.o.Epoch, "epoch", def.Epoch, "virtual time between stop-the-world barriers (audits, RCU grace periods, hotplug steps run there)")
+	fs.DurationVar(&mf.o.MaxSkew, "max-skew", def.MaxSkew, "clock skew bound: how far a CPU's virtual clock may run ahead of the earliest pending event of any CPU, so a cross-CPU event (IPI, wake-up, lock hand-off, migration) is handled at most this late (plus one step); at most --epoch takes effect")
 	fs.IntVar(&mf.o.AuditEvery, "audit-every", def.AuditEvery, "run the stop-the-world invariant audit every N epochs (0: never)")
 	fs.IntVar(&mf.o.RingSize, "ring-size", def.RingSize, "flight-recorder events kept per CPU")
 	fs.DurationVar(&mf.o.HangTimeout, "hang-timeout", def.HangTimeout, "real time without progress before the watchdog reports a hang (concurrent mode only: deterministic mode counts conductor turns)")
@@ -413,6 +414,9 @@ func (mf *machineFlags) finish(fs *flag.FlagSet) error {
 	}
 	if mf.o.Tick < time.Microsecond || mf.o.Epoch < time.Microsecond {
 		return usagef("--tick and --epoch must be at least 1us")
+	}
+	if mf.o.MaxSkew < 100*time.Nanosecond {
+		return usagef("--max-skew must be at least 100ns, not %v", mf.o.MaxSkew)
 	}
 	if mf.o.AuditEvery < 0 {
 		return usagef("--audit-every must not be negative")

@@ -65,6 +65,7 @@ func newBugsFlags() (*flag.FlagSet, *bugsFlags) {
 	fs.Float64Var(&f.sf.o.Jitter, "jitter", f.sf.o.Jitter, "with --hunt: stress jitter probability")
 	fs.BoolVar(&f.sf.o.Deterministic, "deterministic", false, "with --hunt: hunt in deterministic (serial) mode")
 	fs.StringVar(&f.sf.o.Strategy, "strategy", "random", "with --hunt --deterministic: time, random or pct:D")
+	fs.DurationVar(&f.sf.o.MaxSkew, "max-skew", f.sf.o.MaxSkew, "with --hunt: clock skew bound of the stress runs (see proxysim stress --help)")
 	fs.BoolVar(&f.race, "race", false, "with --hunt: hunt with the race detector: build the -race binary of the source tree in the current directory (go build -race) into a temporary directory and run the hunt with it")
 	return fs, f
 }
@@ -86,6 +87,9 @@ func cmdBugs(args []string, stdout, stderr io.Writer) (int, error) {
 		if _, err := bugs.Parse(only); err != nil {
 			return 0, usagef("--only: %v", err)
 		}
+	}
+	if sf.o.MaxSkew < 100*time.Nanosecond {
+		return 0, usagef("--max-skew must be at least 100ns, not %v", sf.o.MaxSkew)
 	}
 	if !*hunt {
 		huntOnly := []string{}

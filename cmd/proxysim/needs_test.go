@@ -66,7 +66,7 @@ func TestBugNeedsSwitchedOnOrRefused(t *testing.T) {
 		{[]string{"stress", "--bug", "core-flip-repick", "--core-sched", "--core-sched-toggle-interval", "0"}, "give --core-sched-toggle-interval a positive interval"},
 		{[]string{"run", "--bug", "srq-pulls-donor", "--sched-features", "SHARED_RUNQ", "--shared-runq-hooks", "v2"}, "use --shared-runq-hooks v3 or v4"},
 		{[]string{"run", "--bug", "srq-pulls-donor", "--sched-features", "NO_SHARED_RUNQ"}, "use --sched-features SHARED_RUNQ, not NO_SHARED_RUNQ"},
-		{[]string{"stress", "--bug", "return-delayed", "--sched-features", "NO_DELAY_DEQUEUE"}, "drop NO_DELAY_DEQUEUE"},
+		{[]string{"stress", "--bug", "delayed-plain-read", "--sched-features", "NO_DELAY_DEQUEUE"}, "drop NO_DELAY_DEQUEUE"},
 		{[]string{"run", "--bug", "ww-wound-wrong-lock"}, "needs ww_mutexes in the workload: workload mixed has none (use --workload stress or wwtorture"},
 		{[]string{"stress", "--bug", "activate-exited", "--signal-rate", "0"}, "give --signal-rate and --signal-fatal positive values"},
 		{[]string{"ab", "--configs", "full;full+srq-pulls-donor"}, "--bug srq-pulls-donor needs SHARED_RUNQ"},

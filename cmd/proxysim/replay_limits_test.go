@@ -10,7 +10,7 @@ import (
 	"github.com/proxysim/proxysim/internal/sim"
 )
 
-// Checker defect (issue 12): replay of a concurrent stress report ran with
+// Checker defect: replay of a concurrent stress report ran with
 // no wall-clock limit, and a stress run has no sim time to end at, so it
 // never returned. It now keeps the recorded --duration (capped).
 func TestReplayOfConcurrentStressHasAWallClockLimit(t *testing.T) {

@@ -80,7 +80,8 @@ func startMetrics(sv *serveFlags, r *sim.Run, log *zap.Logger) (func(), error) {
 		return func() {}, nil
 	}
 	col := metrics.NewCollector(metrics.Options{PerCPU: sv.perCPU})
-	col.SetSource(r.Machine, metrics.RunInfo{Workload: r.Scenario.Name, Seed: r.Opts.Seed, ProxyExec: r.Opts.Proxy, Shard: sv.shard, Shards: sv.shards})
+	col.SetSource(r.Machine, metrics.RunInfo{Workload: r.Scenario.Name, Seed: r.Opts.Seed, ProxyExec: r.Opts.Proxy, Shard: sv.shard, Shards: sv.shards,
+		SkewBoundNs: r.Machine.SkewBound()})
 	bound, shutdown, err := metrics.Serve(sv.metricsAddr, metrics.NewRegistry(col))
 	if err != nil {
 		return nil, usagef("--metrics-addr: %v", err)

@@ -44,9 +44,23 @@ type stressFlags struct {
 	failures     failureSink
 }
 
+// huntMaxSkew is the clock skew bound of the hunting commands (stress and
+// its deterministic retries, explore, bugs --hunt): an epoch, where run
+// and ab use 10 us. A hunt wants interleavings, not exact latencies, and
+// the tight bound costs it both: CPUs within 10 us of each other in
+// virtual time meet fewer of the orderings a bug needs, and the windows'
+// barriers cost wall time. The catalogue hunt (bugs --hunt --seeds 1
+// --seed 5 --budget 60s, 256 CPUs, docs/benchmarks.md) caught all 39
+// entries with 1 ms, and with 10 us missed two and took 18-57 s for three
+// more. (Each window's barrier is also a happens-before edge for the race
+// detector between all CPUs, which can hide races; a tighter bound adds
+// more of them. Not measured.)
+const huntMaxSkew = time.Millisecond
+
 func stressDefaults() sim.Options {
 	o := sim.Defaults()
 	o.Workload = "stress"
+	o.MaxSkew = huntMaxSkew
 	o.SimTime = 1 << 62 // until --duration or a signal
 	o.Duration = time.Minute
 	// The audit at every epoch barrier: a broken invariant that lasts
@@ -64,12 +78,12 @@ func stressDefaults() sim.Options {
 	// One critical section in ten runs migrate-disabled: migrate-disabled
 	// donors and owners for the proxy paths (set_task_cpu's exemption).
 	o.MigrateDisable = 0.1
-	// Issue 14's paths on by default: signals to random tasks and mutex
+	// On by default: signals to random tasks and mutex
 	// waiters, one in ten of them SIGKILL (the task exits, and a task of
 	// the same spec is forked in its slot: --respawn), a tenth of the
 	// lock instructions interruptible or killable (ww: interruptible),
 	// spurious wake-ups of mutex waiters.
-	// Issue 15's CPU hotplug on by default: a CPU down or up every 20 ms
+	// CPU hotplug on by default: a CPU down or up every 20 ms
 	// of virtual time, at most one CPU in 32 down at a time (so that a
 	// long soak keeps its machine); off under core scheduling, which the
 	// model does not combine with hotplug.

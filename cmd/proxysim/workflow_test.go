@@ -14,9 +14,10 @@ import (
 )
 
 // The README's headline workflow, end to end, on a failure that happens
-// after 20ms of virtual time (at 50ms; seed 3 since __schedule defers a
-// DL donor's budget charge as the reference does, 3 Dec 2026): explore
-// finds it, replay repeats
+// after 20ms of virtual time (stale-balance-callbacks, seed 7, at 23ms;
+// need-resched-cleared, seed 3, at 50ms, until TIF_NEED_RESCHED became a
+// flag of the task on 4 Dec 2026, which left that entry nearly never
+// met): explore finds it, replay repeats
 // it at the same event, and shrink writes a smaller scenario whose command
 // fails the same way. The explore reproducer used to be a stress command,
 // which picked up stress's affinity shuffles: that command fails this
@@ -27,8 +28,8 @@ func TestExploreReplayShrinkWorkflow(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rep := filepath.Join(dir, "ex.report")
-	code, out, errs := runCLI(t, "explore", "--strategy", "pct:3", "--bug", "need-resched-cleared", "--cpus", "4", "--sim-time", "60ms",
-		"--runs", "1", "--workers", "1", "--seed", "3", "--report", rep)
+	code, out, errs := runCLI(t, "explore", "--strategy", "pct:3", "--bug", "stale-balance-callbacks", "--cpus", "4", "--sim-time", "60ms",
+		"--runs", "1", "--workers", "1", "--seed", "14", "--report", rep) // seed re-found after the model fixes of 4 Dec 2026 (7 before)
 	if code != exitViolation {
 		t.Fatalf("explore: exit %d, want 1\n%s%s", code, out, errs)
 	}
@@ -205,7 +206,7 @@ func TestInterruptShrinkKeepsBest(t *testing.T) {
 	dir := t.TempDir()
 	rep := filepath.Join(dir, "ex.report")
 	if code, out, _ := runCLI(t, "explore", "--strategy", "pct:3", "--bug", "early-activation", "--runs", "1", "--workers", "1",
-		"--seed", "3", "--report", rep); code != exitViolation { // seed re-found after newidle's cut-offs (5 after the barrier fix of 1 Dec 2026, 4 after the EEVDF merges, 1 before the ww/DL merge, 6 before SHARED_RUNQ/core, 2 under the old fair class)
+		"--seed", "4", "--report", rep); code != exitViolation { // seed re-found after the model fixes of 4 Dec 2026 (5 after the causal clocks, 3 after newidle's cut-offs, 5 after the barrier fix of 1 Dec 2026, 4 after the EEVDF merges, 1 before the ww/DL merge, 6 before SHARED_RUNQ/core, 2 under the old fair class)
 		t.Fatalf("explore: exit %d\n%s", code, out)
 	}
 	ch := fakeInterrupt(t)

@@ -295,3 +295,43 @@ func TestSpecSameMindsProxyCosts(t *testing.T) {
 		t.Fatal("specs with other proxy costs compare as the same")
 	}
 }
+
+// A result measured with a larger clock skew bound than the matrix asks
+// for (one of a results file written before the bound existed: 0) is
+// flagged in the table, and the table says the bound.
+func TestSkewBoundFlagsInexactResults(t *testing.T) {
+	m, err := FindMetric("chain", "")
+	if err != nil || m.Name != "wait_mean" || !m.NoCost {
+		t.Fatalf("chain's default metric %+v, %v: want wait_mean, outside the cost model", m, err)
+	}
+	fig := func(meanUs int64) sim.BenchFigures {
+		return sim.BenchFigures{Bench: "chain", Kind: "chain", Requests: 10, Chain: &sim.ChainFigures{Waits: 10, MeanWaitNs: meanUs * 1000}}
+	}
+	f := &File{Version: FileVersion, Spec: Spec{Bench: "chain", Cases: []int{7}, Configs: []string{"off", "full"}, Seeds: 2, FirstSeed: 1, MaxSkewNs: 10_000},
+		Results: []Result{
+			{Case: 7, Config: "off", Seed: 1, Bench: fig(800), SkewBoundNs: 10_000},
+			{Case: 7, Config: "off", Seed: 2, Bench: fig(900), SkewBoundNs: 10_000},
+			{Case: 7, Config: "full", Seed: 1, Bench: fig(100), SkewBoundNs: 10_000},
+			{Case: 7, Config: "full", Seed: 2, Bench: fig(120)}, // an old file's: an epoch's skew
+		}}
+	tb := Build(f, m, m.Stat, DefaultCost())
+	off, full := tb.Rows[0].Cells[0], tb.Rows[0].Cells[1]
+	if off.Inexact || off.SkewBoundNs != 10_000 || !full.Inexact || full.SkewBoundNs != OldSkewBoundNs {
+		t.Fatalf("off: inexact %v bound %d; full: inexact %v bound %d; want only full flagged, with the old epoch bound", off.Inexact, off.SkewBoundNs, full.Inexact, full.SkewBoundNs)
+	}
+	if !near(off.Stat, 850) || !near(full.AdjStat, full.Stat) {
+		t.Errorf("off mean %v (want 850 us); full adjusted %v, raw %v: the cost model must leave the chain's waits alone", off.Stat, full.AdjStat, full.Stat)
+	}
+	var b bytes.Buffer
+	if err := tb.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "Clocks : skew bound 10µs") || !strings.Contains(out, "(12.86)*") || !strings.Contains(out, "* measured with a larger clock skew bound than 10µs") {
+		t.Errorf("the table does not say the bound or flag the inexact cell:\n%s", out)
+	}
+	f.Results[3].SkewBoundNs = 10_000
+	if c := Build(f, m, m.Stat, DefaultCost()).Rows[0].Cells[1]; c.Inexact {
+		t.Errorf("a cell measured with the bound asked for is flagged")
+	}
+}

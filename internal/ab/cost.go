@@ -58,6 +58,9 @@ func (c Cost) Overhead(counts map[string]uint64) float64 {
 // over the span plus overhead/CPUs; a latency grows by the mean overhead
 // per request (the model cannot say how overhead lands on the tail).
 func (c Cost) Adjust(m Metric, raw float64, r *Result) float64 {
+	if m.NoCost {
+		return raw
+	}
 	ov := c.Overhead(r.Counts)
 	cpus := float64(max(r.CPUs, 1))
 	switch m.Name {

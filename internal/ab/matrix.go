@@ -41,6 +41,10 @@ type Spec struct {
 	// ProxyCosts are the virtual ns the series' own work costs in every
 	// run (--proxy-costs).
 	ProxyCosts percpu.ProxyCosts `json:"proxy_costs"`
+	// MaxSkewNs is the clock skew bound asked for (--max-skew). Results
+	// measured with a larger one (an older results file) stay usable and
+	// are flagged in the tables (Cell.Inexact), so it is not part of Same.
+	MaxSkewNs int64 `json:"max_skew_ns,omitempty"`
 }
 
 // Same says whether a result computed under o is valid under s (the
@@ -85,6 +89,24 @@ type Result struct {
 	Counts     map[string]uint64 `json:"counts"`
 	Violations []string          `json:"violations,omitempty"`
 	TraceHash  string            `json:"trace_hash,omitempty"`
+	// SkewBoundNs is the clock skew bound the run was measured with; 0 in
+	// a file written before the bound existed, whose runs had an epoch's
+	// skew (OldSkewBoundNs). MaxIPILatenessNs is the largest lateness an
+	// IPI met in the run.
+	SkewBoundNs      int64 `json:"skew_bound_ns,omitempty"`
+	MaxIPILatenessNs int64 `json:"max_ipi_lateness_ns,omitempty"`
+}
+
+// OldSkewBoundNs is the skew of results written before the bound existed:
+// a CPU could run an epoch (1 ms) ahead of another.
+const OldSkewBoundNs = 1_000_000
+
+// SkewBound is the clock skew bound r was measured with.
+func (r *Result) SkewBound() int64 {
+	if r.SkewBoundNs == 0 {
+		return OldSkewBoundNs
+	}
+	return r.SkewBoundNs
 }
 
 // Key is the result's place in the matrix.

@@ -13,6 +13,10 @@ type Metric struct {
 	Units        string `json:"units"`
 	HigherBetter bool   `json:"higher_better"`
 	Stat         string `json:"statistic"` // the default statistic (the reports')
+	// NoCost: the cost model leaves the figure as it is (a latency on one
+	// task's path, where the machine's overhead spread per operation
+	// would say nothing).
+	NoCost bool `json:"no_cost_model,omitempty"`
 	// value reads the raw figure from a run's figures.
 	value func(b *sim.BenchFigures) (float64, bool)
 }
@@ -52,6 +56,25 @@ var (
 		value: func(b *sim.BenchFigures) (float64, bool) { return b.RequestsPerSec, b.Requests > 0 }}
 )
 
+// chainMetric reads one of the chain benchmark's figures (in us), present
+// when the run had waits (and, for the unwinding, unwinds).
+func chainMetric(name, units string, unwind bool, f func(c *sim.ChainFigures) int64) Metric {
+	return Metric{Name: name, Units: units, Stat: AMean, NoCost: true, value: func(b *sim.BenchFigures) (float64, bool) {
+		c := b.Chain
+		if c == nil || c.Waits == 0 || unwind && c.Unwinds == 0 {
+			return 0, false
+		}
+		return float64(f(c)) / 1e3, true
+	}}
+}
+
+var (
+	mChainMean   = chainMetric("wait_mean", "Normalized mean mutex wait of the RT task in us", false, func(c *sim.ChainFigures) int64 { return c.MeanWaitNs })
+	mChainP90    = chainMetric("wait_p90", "Normalized 90th percentile mutex wait of the RT task in us", false, func(c *sim.ChainFigures) int64 { return c.P90WaitNs })
+	mChainMax    = chainMetric("wait_max", "Normalized worst mutex wait of the RT task in us", false, func(c *sim.ChainFigures) int64 { return c.MaxWaitNs })
+	mChainUnwind = chainMetric("unwind", "Normalized mean unwinding (last lock's release to the RT task's acquisition) in us", true, func(c *sim.ChainFigures) int64 { return c.MeanUnwindNs })
+)
+
 // Metrics lists the metrics of a benchmark, its default first.
 func Metrics(bench string) []Metric {
 	switch bench {
@@ -63,6 +86,8 @@ func Metrics(bench string) []Metric {
 		return []Metric{mWakeupP99, mRequestP99, mRPS}
 	case "inversion":
 		return []Metric{mRTWaitP99, mRTWaitMean, mFairRPS}
+	case "chain":
+		return []Metric{mChainMean, mChainP90, mChainMax, mChainUnwind}
 	}
 	return nil
 }
@@ -95,6 +120,8 @@ func caseLabel(bench string, c int) string {
 		return fmt.Sprintf("%d-groups", c)
 	case "netperf":
 		return fmt.Sprintf("%d-clients", c)
+	case "chain":
+		return fmt.Sprintf("%d-links", c)
 	}
 	return fmt.Sprint(c)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/proxysim/proxysim/internal/sim"
+	"time"
 )
 
 // PerOpCounts are the counts a table explains each case with, per
@@ -56,6 +57,11 @@ type Cell struct {
 	// class's waits over the seeds: counts and means averaged, p90 and
 	// p99 the mean of the seeds' (upper bounds), max the largest.
 	Waits []sim.ClassWaits `json:"waits,omitempty"`
+	// SkewBoundNs is the largest clock skew bound among the cell's runs;
+	// Inexact says it is larger than the one asked for (Spec.MaxSkewNs):
+	// the figures are less exact than the table's header says.
+	SkewBoundNs int64 `json:"skew_bound_ns"`
+	Inexact     bool  `json:"inexact,omitempty"`
 }
 
 // Row is one case.
@@ -93,6 +99,7 @@ func Build(f *File, m Metric, stat string, cost Cost) *Table {
 					continue
 				}
 				cell.Violations += len(r.Violations)
+				cell.SkewBoundNs = max(cell.SkewBoundNs, r.SkewBound())
 				v, ok := m.Value(&r.Bench)
 				if !ok {
 					cell.Missing++
@@ -123,6 +130,7 @@ func Build(f *File, m Metric, stat string, cost Cost) *Table {
 					w.P99Ns /= int64(n)
 				}
 			}
+			cell.Inexact = f.Spec.MaxSkewNs > 0 && cell.SkewBoundNs > f.Spec.MaxSkewNs
 			cell.Stat, cell.CV = Stat(stat, cell.Values), CV(cell.Values)
 			cell.AdjStat, cell.AdjCV = Stat(stat, cell.Adjusted), CV(cell.Adjusted)
 			row.Cells = append(row.Cells, cell)
@@ -186,6 +194,7 @@ func (t *Table) WriteText(w io.Writer) error {
 	}
 	spin += ", proxy costs " + sim.FormatProxyCosts(s.ProxyCosts)
 	fmt.Fprintf(w, "Test : %s (proxysim %s, %d CPUs %s, %d seeds from %d, virtual %s, strategy %s%s)\n", s.Bench, s.Workload, s.CPUs, s.Topology, s.Seeds, s.FirstSeed, fmtDur(s.SimTimeNs), s.Strategy, spin)
+	fmt.Fprintf(w, "Clocks : skew bound %s (every latency spans CPUs whose clocks may differ by that much per cross-CPU event)\n", fmtSkew(s.MaxSkewNs))
 	fmt.Fprintf(w, "Units : %s\n", t.Metric.Units)
 	fmt.Fprintf(w, "Interpretation: %s\n", interp)
 	fmt.Fprintf(w, "Statistic : %s\n", t.Stat)
@@ -198,12 +207,21 @@ func (t *Table) WriteText(w io.Writer) error {
 		fmt.Fprintln(w, strings.Join(parts, " "))
 	}
 	head()
+	inexact := false
 	for _, r := range t.Rows {
 		parts := []string{r.Label}
 		for _, c := range r.Cells {
-			parts = append(parts, cellText(c.Ratio, c.PctImp, c.CV))
+			txt := cellText(c.Ratio, c.PctImp, c.CV)
+			if c.Inexact {
+				txt += "*"
+				inexact = true
+			}
+			parts = append(parts, txt)
 		}
 		fmt.Fprintln(w, strings.Join(parts, " ")+t.missingNote(r))
+	}
+	if inexact {
+		fmt.Fprintf(w, "* measured with a larger clock skew bound than %s (runs of an older results file): rerun them for figures this exact\n", fmtSkew(s.MaxSkewNs))
 	}
 	fmt.Fprintf(w, "\nRaw %s (%s, virtual time):\n", t.Stat, rawUnits(t.Metric))
 	for _, r := range t.Rows {
@@ -302,8 +320,18 @@ func opName(bench string) string {
 		return "request"
 	case "inversion":
 		return "critical section"
+	case "chain":
+		return "contended acquisition of m0 by the RT task"
 	}
 	return "transaction"
+}
+
+// fmtSkew prints a skew bound ("10us"; 0: not recorded).
+func fmtSkew(ns int64) string {
+	if ns <= 0 {
+		return "not recorded"
+	}
+	return time.Duration(ns).String()
 }
 
 func fmtVal(v float64) string {
@@ -333,7 +361,7 @@ func (c Cost) String() string {
 func (t *Table) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	head := []string{"bench", "case", "label", "config", "metric", "statistic", "n", "missing", "stat", "cv_pct", "ratio", "pct_imp",
-		"adjusted_stat", "adjusted_ratio", "adjusted_pct_imp", "violations"}
+		"adjusted_stat", "adjusted_ratio", "adjusted_pct_imp", "violations", "skew_bound_ns", "inexact"}
 	for _, k := range PerOpCounts {
 		head = append(head, k+"_per_op")
 	}
@@ -342,7 +370,8 @@ func (t *Table) WriteCSV(w io.Writer) error {
 	for _, r := range t.Rows {
 		for _, c := range r.Cells {
 			rec := []string{t.Spec.Bench, fmt.Sprint(r.Case), r.Label, c.Config, t.Metric.Name, t.Stat, fmt.Sprint(len(c.Values)), fmt.Sprint(c.Missing),
-				f(c.Stat), f(c.CV), f(c.Ratio), f(c.PctImp), f(c.AdjStat), f(c.AdjRatio), f(c.AdjPctImp), fmt.Sprint(c.Violations)}
+				f(c.Stat), f(c.CV), f(c.Ratio), f(c.PctImp), f(c.AdjStat), f(c.AdjRatio), f(c.AdjPctImp), fmt.Sprint(c.Violations),
+				fmt.Sprint(c.SkewBoundNs), fmt.Sprint(c.Inexact)}
 			for _, k := range PerOpCounts {
 				rec = append(rec, f(c.PerOp[k]))
 			}

@@ -163,9 +163,6 @@ func (a *auditor) queues() {
 		case task.OnRQMigrating:
 			a.fail(check.InvOneQueue, p.CPU(), p, "%v is MIGRATING at a quiescent point: a move was left half done", p)
 		}
-		if p.State() != task.Dead && !p.CPUsMask.Has(p.WakeCPU) && !p.MigrationReady && p.MigrationDisabled == 0 && !p.StopFailed {
-			a.fail(check.InvWakeCPU, p.CPU(), p, "%v has wake_cpu %d outside its mask %v", p, p.WakeCPU, p.CPUsMask)
-		}
 	}
 }
 

@@ -108,7 +108,6 @@ var needs = map[ID]Need{
 	WWNoClearBlockedOn:     NeedWW,
 	WWNestedBlockedLock:    NeedWW,
 	WWWoundWrongLock:       NeedWW,
-	ReturnDelayed:          NeedDelayDequeue,
 	ProxyMigrateOffline:    NeedHotplug | NeedDeadline,
 	CoreDLTie:              NeedCoreSched | NeedDeadline,
 	CoreRTForceidle:        NeedCoreSched | NeedRT,
@@ -116,6 +115,9 @@ var needs = map[ID]Need{
 	ActivateExited:         NeedExits,
 	CoreReplenishStalePick: NeedCoreSched | NeedDeadline,
 	CoreThrottleStalePick:  NeedCoreSched | NeedDeadline,
+	CoreOffForcedIdle:      NeedCoreSched | NeedCoreFlips,
+	// sched_delayed is only ever set with DELAY_DEQUEUE on.
+	DelayedPlainRead: NeedDelayDequeue,
 }
 
 // Needs says what b needs in a run for its code to run.

@@ -18,7 +18,7 @@ const (
 	InvQueuedHere        Invariant = 5  // donor, chain links and the returned owner are queued here
 	InvOneQueue          Invariant = 6  // on_rq QUEUED <=> in exactly one class queue, that of task_cpu
 	InvOnCPUNoEnqueue    Invariant = 7  // on_rq 0 and on_cpu 1: nobody enqueues it
-	InvWakeCPU           Invariant = 8  // wake_cpu in mask unless proxy-migrated; cpu != wake_cpu => blocked
+	InvWakeCPU           Invariant = 8  // queued with cpu != wake_cpu => blocked (proxy-migrated); wake_cpu itself may lie outside the mask (select_task_rq places the wake-up)
 	InvRunnableInMask    Invariant = 9  // no runnable task stays queued outside its mask
 	InvWakingReturns     Invariant = 10 // a woken donor (blocked_on cleared, is_blocked, queued) is run, returned or deactivated in time
 	InvDonorHandoff      Invariant = 11 // blocked_donor's lock is owned by the task it donates to

@@ -361,29 +361,6 @@ func (c *Conductor) clockOf(i int) int64 {
 	return c.clock(i)
 }
 
-// MinOtherClock returns the smallest virtual clock of the other runnable
-// participants (math.MaxInt64 if none). Called by the participant holding
-// the turn, while the others are paused.
-func (c *Conductor) MinOtherClock(id int) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := int64(1<<63 - 1)
-	if c.clock == nil && c.clocks == nil {
-		return m
-	}
-	for i, s := range c.state {
-		if i != id && s == runnable {
-			if t := c.clockOf(i); t < m {
-				m = t
-			}
-		}
-	}
-	return m
-}
-
-// TimeOrdered reports whether the strategy runs the smallest clock first.
-func (c *Conductor) TimeOrdered() bool { return c.strat.Kind == "time" }
-
 // Progress tells the virtual watchdog that the machine moved on (an
 // epoch completed).
 func (c *Conductor) Progress() {

@@ -6,7 +6,6 @@ package cpu
 import (
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/percpu"
-	"github.com/proxysim/proxysim/internal/proxy"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
@@ -14,10 +13,17 @@ import (
 )
 
 // setCPUsAllowed is __set_cpus_allowed_ptr() / affine_move_task(): change
-// p's mask under pi_lock and its rq lock; if p's CPU is no longer allowed,
-// move it now when it is merely queued, or have the stopper move it when
-// it is running. Only rq->donor may stay where it is (a donor boosting a
-// proxy; the return path places it later).
+// p's mask under pi_lock and its rq lock; then, as affine_move_task does:
+// done when task_cpu(p) is in the new mask, or when p is rq->donor and
+// not rq->curr (the reference's exemption; finding F13's fix keeps it
+// for a donor that is still blocked only); the stopper when p is on a
+// CPU or TASK_WAKING (and, with F13's fix, when it is a runnable donor);
+// otherwise move_queued_task when p is queued and not migrate-disabled,
+// and nothing at all when it sleeps. wake_cpu is touched only where the
+// kernel touches it: set_task_cpu of a move, and migration_cpu_stop's
+// wake_cpu = dest for a task no longer queued. A sleeper whose wake_cpu
+// the new mask excludes keeps it; its wake-up's select_task_rq places it
+// on an allowed CPU (is_cpu_allowed, select_fallback_rq).
 func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	mask = mask.And(task.MaskAll(len(m.cpus)))
 	if mask.Empty() {
@@ -50,33 +56,24 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 	p.WatchWrite(trace.FieldMask, int64(p.CPUsMask[0]))
 	p.NrCPUsAllowed = mask.Weight()
 	p.PublishMask()
+	p.MigrationDest = dest // a pending move's pending->arg.dest_cpu
 	c.Emit(trace.EvAffinity, int32(p.ID), int32(mask.Next(0)), int32(p.NrCPUsAllowed), 0)
-	running := p == r.Curr() || p.OnCPU()
+	running := p == r.Curr() || p.OnCPU() // task_on_cpu(rq, p)
 	// TASK_WAKING and not on a CPU: p sits on task_cpu(p)'s wake list
 	// (ttwu holds pi_lock until it is queued there, and we hold it now).
 	waking := !running && p.State() == task.Waking
-	// The reference's exemption ("done if the task is the current donor,
-	// boosting a lock-holding proxy") also covers a donor the proxy's
-	// unlock has just handed the lock and woken (is_blocked clear,
-	// runnable) but that is still rq->donor: finding F13. The fix
-	// exempts only a donor that is still blocked; a runnable one goes to
-	// the stopper, which preempts the proxy and moves it.
-	donorRunnable := !running && p == r.Donor(c) && !p.IsBlocked() && !c.Bug(bugs.DonorAffinityExempt)
-	if !mask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && !(running && p.CPU() == p.WakeCPU && !mask.Has(p.CPU())) && !waking && !(donorRunnable && !mask.Has(p.CPU())) && (running || p.MigrationDisabled == 0) {
-		// v11: a home CPU that is no longer allowed moves with the mask.
-		// Not for a task the stopper is to move, running at home or
-		// TASK_WAKING on task_cpu's wake list: its move (set_task_cpu)
-		// sets wake_cpu, and a later mask that allows its CPU again must
-		// not find it away from a wake_cpu it never left for (invariant
-		// 8; a waking task that then took a mutex, migrate-disabled,
-		// was proxy-migrated to that stray wake_cpu, got the lock there
-		// and ran where it was not pinned: invariant 49).
-		p.SetWakeCPU(dest)
-	}
+	// "the current donor, boosting a lock-holding proxy": the reference
+	// exempts it; the exemption also covers a donor the proxy's unlock
+	// has just handed the lock and woken (is_blocked clear, runnable)
+	// but that is still rq->donor: finding F13. The fix exempts only a
+	// donor that is still blocked; a runnable one goes to the stopper,
+	// which preempts the proxy and moves it.
+	donor := !running && p == r.Donor(c)
+	exempt := donor && (p.IsBlocked() || c.Bug(bugs.DonorAffinityExempt))
 	switch {
-	case mask.Has(p.CPU()):
+	case mask.Has(p.CPU()) || exempt:
 		// Nothing to move.
-	case running || waking || donorRunnable:
+	case running || waking || donor:
 		// task_on_cpu() or TASK_WAKING: affine_move_task cannot decide
 		// here and punts to the stopper of task_cpu(p), which flushes
 		// that CPU's wake list first (a waking p is then queued there)
@@ -84,14 +81,14 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 		p.MigrationReady = true
 		cp := m.cpus[r.CPU]
 		cp.stopWork = append(cp.stopWork, p)
-		if running || donorRunnable {
+		if running || donor {
 			r.ReschedCurr(c)
 		}
 		m.sendIPI(c, r.CPU, ipiStopper)
-	case p.Queued() && p != r.Donor(c) && p.MigrationDisabled == 0:
-		// affine_move_task exempts only rq->donor (not curr): a donor
-		// boosting a proxy may stay; every other queued task, a
-		// mutex-blocked one too, moves (and its wake_cpu with it).
+	case p.MigrationDisabled > 0:
+		// is_migration_disabled(): the pending move waits for the
+		// outermost migrate_enable(), which sends the stopper.
+	case p.Queued():
 		if c.Proxy && p.IsBlocked() && r.Donor(c) != r.Curr() && !c.Bug(bugs.ProxyKeepsDonor) {
 			// A proxy runs here and p may be a link of its donor's
 			// chain: once p leaves, the chain no longer ends at curr
@@ -102,6 +99,8 @@ func (m *Machine) setCPUsAllowed(c *percpu.Ctx, p *task.Task, mask task.Mask) {
 		}
 		m.moveQueuedTask(c, r, p, dest, trace.ReasonAffinity)
 		r = nil
+	default:
+		// Asleep: nothing moves, wake_cpu stays where it was.
 	}
 	if r != nil {
 		r.Unlock(c)
@@ -130,9 +129,13 @@ func (m *Machine) moveQueuedTaskLocked(c *percpu.Ctx, src *rq.RQ, p *task.Task, 
 }
 
 // migrationStop is migration_cpu_stop(): the stopper thread, the highest
-// priority on this CPU, preempts the current task; with it off the CPU
-// (on_cpu clear) the tasks whose new mask excludes this CPU are moved
-// (move_queued_task), and the CPU reschedules.
+// priority on this CPU, preempts the current task; for each task whose
+// new mask excludes this CPU, with its pi_lock and this rq lock held: if
+// it is still on this runqueue and not migrate-disabled, a queued task
+// moves to the pending destination (__migrate_task: only if
+// is_cpu_allowed there) and one no longer queued gets wake_cpu = dest; a
+// task that left this runqueue meanwhile is done if its CPU is allowed,
+// else the stopper of its CPU is sent after it. Then the CPU reschedules.
 func (cp *CPU) migrationStop() {
 	c, r, m := cp.c, cp.rq, cp.m
 	// flush_smp_call_function_queue(): pending wake-ups are enqueued
@@ -147,50 +150,44 @@ func (cp *CPU) migrationStop() {
 		p.PiLock.Lock(c.CPU)
 		pr := m.taskRQLock(c, p)
 		p.MigrationReady = false
-		if pr == r && !p.CPUsMask.Has(p.WakeCPU) && !c.Bug(bugs.WakeCPUOutsideMask) && (!p.Queued() || p.IsBlocked()) && p.MigrationDisabled == 0 {
-			// A task that left the CPU asleep, or stays here as a donor,
-			// keeps its home: v11's wake_cpu move, deferred while it
-			// ran here (setCPUsAllowed). Kernel: not queued -> wake_cpu
-			// = dest. Not for a migrate-disabled task: migration_cpu_stop
-			// leaves at is_migration_disabled() before it touches
-			// wake_cpu, and migrate_enable() sends the stopper again.
-			// (Moving it let a migrate-disabled waiter, proxy-migrated
-			// to its new "home", take the lock and run there: invariant
-			// 49.)
-			p.SetWakeCPU(p.CPUsMask.Next(0))
-		}
-		if pr != r || p.CPUsMask.Has(r.CPU) || !p.Queued() || p.State() == task.Dead {
-			pr.Unlock(c)
-			p.PiLock.Unlock(c.CPU)
-			continue
-		}
-		if p == r.Curr() || (p == r.Donor(c) && !p.IsBlocked() && !c.Bug(bugs.DonorAffinityExempt)) {
-			// The stopper preempts p, or (F13's fix: p is the donor of a
-			// proxy and runnable again) the proxy running for p; the
-			// stopper is then rq->donor itself, and p a queued task like
-			// any other.
+		dest := p.MigrationDest
+		if pr == r && (p == r.Curr() || p == r.Donor(c)) && !p.CPUsMask.Has(r.CPU) && p.State() != task.Dead {
+			// The stopper is rq->curr and rq->donor when it runs: p,
+			// or the proxy running for it, is preempted first (a
+			// migrate-disabled p is pinned here by that switch-out).
 			cp.stopperPreempt()
 		}
-		if p.MigrationDisabled > 0 {
+		switch {
+		case p.State() == task.Dead:
+			// Exited meanwhile: nothing left to place.
+		case pr != r:
+			// It moved before the stopper ran. Done if it landed on an
+			// allowed CPU; else chase it (stop_one_cpu_nowait on
+			// task_cpu(p)).
+			if !p.CPUsMask.Has(p.CPU()) && p.MigrationDisabled == 0 {
+				p.MigrationReady = true
+				m.cpus[pr.CPU].stopWork = append(m.cpus[pr.CPU].stopWork, p)
+				m.sendIPI(c, pr.CPU, ipiStopper)
+			}
+		case p.MigrationDisabled > 0:
 			// is_migration_disabled(): out; migrate_enable() sends the
 			// stopper again.
-			pr.Unlock(c)
-		} else if p == r.Donor(c) || (p.IsBlocked() && proxy.TaskIsBlocked(c, p)) {
-			// A donor asleep in its wait loop (is_blocked, read under
-			// this rq lock, and blocked_on set) may stay outside its
-			// mask; the return path places it once it can run. A task
-			// that was running here is not is_blocked, even with
-			// blocked_on set (a woken waiter that has not re-armed yet):
-			// it moves like any other.
-			pr.Unlock(c)
-		} else {
+		case p.CPUsMask.Has(r.CPU):
+			// The pending move is complete: this CPU is allowed again.
+		case !p.Queued():
+			// Slept meanwhile: its wake-up will start from dest.
+			p.SetWakeCPU(dest)
+		default:
 			// __migrate_task(): only to an allowed CPU (is_cpu_allowed).
-			if dest := m.nextActive(&p.CPUsMask, 0); dest >= 0 && m.isCPUAllowed(p, dest) {
+			if m.isCPUAllowed(p, dest) {
 				m.moveQueuedTask(c, pr, p, dest, trace.ReasonAffinity)
+				pr = nil
 			} else {
 				p.StopFailed = true // the kernel's XXX: stays on a dodgy CPU
-				pr.Unlock(c)
 			}
+		}
+		if pr != nil {
+			pr.Unlock(c)
 		}
 		p.PiLock.Unlock(c.CPU)
 	}
@@ -198,18 +195,21 @@ func (cp *CPU) migrationStop() {
 }
 
 // stopperPreempt is the stop thread preempting rq->curr (the idle task
-// stands in for it): curr is switched out, the stopper is rq->donor, and
-// the CPU reschedules after it. The rq lock is held.
+// stands in for it): curr is switched out by a __schedule whose picked:
+// clears its TIF_NEED_RESCHED, the stopper is rq->donor, and the CPU
+// reschedules after it (the stopper sleeps when its work is done: the
+// flag is set on the stand-in). The rq lock is held.
 func (cp *CPU) stopperPreempt() {
 	c, r := cp.c, cp.rq
 	q := r.Curr()
 	r.UpdateCurr(c)
 	r.SetDonor(c, r.Idle)
-	r.SetNeedResched()
+	q.ClearTskNeedResched()
 	if q != r.Idle {
 		migrateDisableSwitch(r, q)
 		cp.switchTo(q, r.Idle)
 	}
+	r.SetNeedResched()
 	r.SetNextTask(c)
 	r.PublishPrio(c)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/proxysim/proxysim/internal/trace"
 )
 
-// Checker defect (issue 12): a panicking CPU in deterministic mode used to
+// Checker defect: a panicking CPU in deterministic mode used to
 // hand the conductor's turn on before recording its violation, so the
 // violation raced with the next CPU on the trace hash (under -race: a data
 // race in the event log's hash; with halt_on_error=1 the report was lost).
@@ -24,7 +24,7 @@ func TestPanickingCPURecordsItsViolationInTurn(t *testing.T) {
 	}
 }
 
-// Checker defect (issue 12): lock-order violations used to be recorded at
+// Checker defect: lock-order violations used to be recorded at
 // event seq -1, so replay's same-event test matched any of them. Now the
 // violation carries the number of the violation event the offending CPU
 // emitted, and two inversions at different events have different numbers.

@@ -15,7 +15,9 @@ import (
 )
 
 // schedule is __schedule(). preempt is SM_PREEMPT: the current task is
-// not going to sleep even if its state says so.
+// not going to sleep even if its state says so. The idle task enters it
+// only from the idle loop, which is schedule_idle(): __schedule(SM_IDLE),
+// whose fast path keeps the idle task when nothing is queued.
 //
 // With proxy execution the pick has two results: rq.donor, the task whose
 // scheduling context (class, priority, vruntime) is charged, and rq.curr,
@@ -25,14 +27,24 @@ func (cp *CPU) schedule(preempt bool) {
 	cp.spendCharges()
 	c.IrqDisable() // local_irq_disable(), then rq_lock()
 	r.Lock(c)
+	cp.inSchedule = true
 	cp.checkDonorHere()
 	r.UpdateCurrSchedule(c)
 	prev := r.Curr()
-	if !preempt && prev != r.Idle {
+	// SM_IDLE: with rq->nr_running 0 the idle task stays (next = prev,
+	// goto picked): no pick_next_task, so no newidle balancing, no
+	// core-wide selection (a sibling's stale core_pick for this CPU
+	// stays, and so does the core's forced-idle state), no find_proxy_task.
+	idleFast := prev == r.Idle && r.NrRunning() == 0
+	if idleFast {
+		c.Inc(stats.SchedIdleFast)
+	} else if !preempt && prev != r.Idle {
 		if st := prev.State(); st != task.Running {
 			cp.tryToBlockTask(prev, st)
 		}
 	}
+	// keepResched is the kernel's keep_resched label: the pick skips
+	// clear_tsk_need_resched(prev) of picked:.
 	keepResched := false
 	// balance_dl: the donor being put was a DL task that left the dl
 	// tree (slept or throttled). Read now, under the lock, while it is
@@ -47,7 +59,10 @@ func (cp *CPU) schedule(preempt bool) {
 	// dropped (a runqueue holding a thousand donors of an owner that left
 	// drains in a thousand re-picks, and that is progress).
 	maxRepick := 1000 + 2*r.NrRunning()
-	for pick := 0; ; pick++ {
+	if idleFast {
+		next = prev
+	}
+	for pick := 0; !idleFast; pick++ {
 		// pick_again
 		if n := r.BalanceCallbacks(); n != 0 {
 			m.Report(c, check.InvBalanceCallbacks, nil, fmt.Sprintf("%d balance callbacks left from an abandoned pick at pick_again on cpu%d", n, r.CPU))
@@ -58,15 +73,16 @@ func (cp *CPU) schedule(preempt bool) {
 			// this rq lock: it is queued here, and stop_sched_class is
 			// picked before every other class. The idle task stands in
 			// for it; its IPI (migrationStop) is pending and the CPU
-			// reschedules after it. Without this, a task woken onto this
-			// CPU's wake list whose mask then excluded the CPU was picked
-			// before the stopper could move it (invariant 2).
+			// reschedules after it (the stopper sleeps when done).
+			// Without this, a task woken onto this CPU's wake list whose
+			// mask then excluded the CPU was picked before the stopper
+			// could move it (invariant 2). A pick like any other:
+			// picked: clears prev's flag.
 			if r.Donor(c) != r.Idle {
 				r.UpdateCurr(c)
 			}
 			r.SetDonor(c, r.Idle)
 			next = r.Idle
-			keepResched = true
 			break
 		}
 		if r.CoreEnabled() {
@@ -121,6 +137,11 @@ func (cp *CPU) schedule(preempt bool) {
 				continue
 			}
 			if n == r.Idle {
+				// goto keep_resched: prev's flag stays, and
+				// proxy_resched_idle set the idle task's. --bug
+				// need-resched-cleared goes through picked: as v10/v11
+				// did, clearing prev's flag: harmless unless prev is
+				// the idle task, whose flag proxy_resched_idle just set.
 				r.ZapBalanceCallbacks(c)
 				next = n
 				if !c.Bug(bugs.NeedReschedCleared) {
@@ -159,7 +180,7 @@ func (cp *CPU) schedule(preempt bool) {
 		break
 	}
 	if !keepResched {
-		r.ClearNeedResched()
+		prev.ClearTskNeedResched() // picked:
 	}
 	if next != prev {
 		if prev != r.Idle {
@@ -178,6 +199,7 @@ func (cp *CPU) schedule(preempt bool) {
 	if cp.balancePush {
 		cp.balancePushCB()
 	}
+	cp.inSchedule = false
 	r.Unlock(c)
 	c.IrqEnable() // finish_task_switch: raw_spin_rq_unlock_irq()
 }
@@ -221,6 +243,12 @@ func (cp *CPU) switchTo(prev, next *task.Task) {
 			// DEAD task, not freed memory.
 			prev.PutTaskStructRCUUser()
 			cp.rcuPuts = append(cp.rcuPuts, prev)
+			if prev.CoreCookie != 0 && m.cfg.CoreSched != CoreOff {
+				// sched_core_free(): the cookie reference goes with
+				// the task (the kernel puts it when the struct is
+				// freed, a grace period later).
+				m.schedCorePut()
+			}
 		}
 	}
 }

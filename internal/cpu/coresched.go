@@ -71,7 +71,10 @@ func (m *Machine) enableCoreSched() {
 
 // schedCoreFlip is __sched_core_flip(on): core by core, in the order of
 // their first CPU, under sched_core_lock. The caller holds
-// sched_core_mutex (coreFlipMu) and no rq lock.
+// sched_core_mutex (coreFlipMu) and no rq lock. No cookie is held when
+// it runs (the first get flips on before its cookie is installed, the
+// last put's work flips off after every cookie is gone), so every
+// core_tree is empty (sched_core_assert_empty, in CoreFlipLocked).
 func (m *Machine) schedCoreFlip(c *percpu.Ctx, on bool) {
 	for i, r := range m.rqs {
 		sibs := r.Core.Siblings
@@ -80,7 +83,17 @@ func (m *Machine) schedCoreFlip(c *percpu.Ctx, on bool) {
 		}
 		rq.SchedCoreLock(c, sibs)
 		rq.CoreFlipLocked(c, sibs, on)
-		m.coreFlipResched(c, sibs, on)
+		if !on && !c.Bug(bugs.CoreOffForcedIdle) {
+			// The proposed fix (--bug core-off-forced-idle restores
+			// the reference, which kicks nobody): a sibling the last
+			// core-wide pick left forced idle, tasks queued, picks
+			// again, the plain way.
+			for _, r := range sibs {
+				if r.Curr() == r.Idle && r.NrRunning() > 0 {
+					r.ReschedCurr(c)
+				}
+			}
+		}
 		rq.SchedCoreUnlock(c, sibs)
 		c.Inc(stats.CoreFlips)
 	}
@@ -91,55 +104,152 @@ func (m *Machine) schedCoreFlip(c *percpu.Ctx, on bool) {
 	c.Emit(trace.EvCoreFlip, x, 0, 0, 0)
 }
 
-// coreFlipResched stands in for the cookie changes around a kernel flip,
-// which the model leaves out (it keeps cookies across an off period; the
-// kernel switches core scheduling on at the first cookie and off after
-// the last is put, and sched_core_update_cookie reschedules a task that
-// executes). With the core's locks held: after switching on, every
-// sibling executing a tagged task reschedules, so that a core-wide pick
-// runs; after switching off, every sibling left forced idle with tasks
-// queued does (nothing else would kick it: the plain pick has no forced
-// idle).
-func (m *Machine) coreFlipResched(c *percpu.Ctx, sibs []*rq.RQ, on bool) {
-	for _, r := range sibs {
-		cur := r.Curr()
-		if (on && cur != r.Idle && cur.CoreCookie != 0) || (!on && cur == r.Idle && r.NrRunning() > 0) {
-			r.ReschedCurr(c)
+// lockCoreMutex is mutex_lock(&sched_core_mutex): a CPU that finds it
+// held waits (cpu_relax, so that a serial run hands the turn on).
+func (m *Machine) lockCoreMutex(c *percpu.Ctx) {
+	for !m.coreFlipMu.TryLock() {
+		c.Relax()
+	}
+}
+
+// schedCoreGet is sched_core_get(): a new cookie reference. The fast
+// path increments sched_core_count unless it is 0; the first reference
+// takes sched_core_mutex and enables core scheduling
+// (__sched_core_enable) before the count moves. It reports whether it
+// flipped.
+func (m *Machine) schedCoreGet(c *percpu.Ctx) bool {
+	for {
+		n := m.coreCount.Load()
+		if n == 0 {
+			break
+		}
+		if m.coreCount.CompareAndSwap(n, n+1) {
+			return false // atomic_inc_not_zero
+		}
+	}
+	m.lockCoreMutex(c)
+	defer m.coreFlipMu.Unlock()
+	flipped := false
+	if m.coreCount.Load() == 0 && !m.coreOn {
+		m.coreOn = true
+		m.schedCoreFlip(c, true)
+		flipped = true
+	}
+	m.coreCount.Add(1)
+	return flipped
+}
+
+// schedCorePut is sched_core_put(): drop a cookie reference. It
+// decrements sched_core_count unless that would take it to 0
+// (atomic_add_unless); the last reference is left to the put work
+// (schedule_work of __sched_core_put), which corePutWork runs.
+func (m *Machine) schedCorePut() {
+	for {
+		n := m.coreCount.Load()
+		if n == 1 {
+			m.corePutQueued.Store(true)
+			return
+		}
+		if m.coreCount.CompareAndSwap(n, n-1) {
+			return
 		}
 	}
 }
 
-// coreToggle is sched_core_get / sched_core_put's flip at run time (the
-// first cookie switches core scheduling on, the last put off): the stress
-// injector --core-sched-toggle-interval on the tick path, and the
-// harness's coreflip. sched_core_mutex is coreFlipMu: a CPU that finds
-// it taken leaves the flip to its holder. It reports whether it flipped.
-func (m *Machine) coreToggle(c *percpu.Ctx, on bool) bool {
-	if !m.coreFlipMu.TryLock() {
+// corePutWork is __sched_core_put, sched_core_put's work:
+// atomic_dec_and_mutex_lock, and __sched_core_disable when the count
+// reaches 0 (a get that came since keeps it above). Run from a CPU's
+// tick, with no lock held. It reports whether it flipped.
+func (m *Machine) corePutWork(c *percpu.Ctx) bool {
+	if !m.corePutQueued.CompareAndSwap(true, false) {
 		return false
 	}
+	m.lockCoreMutex(c)
 	defer m.coreFlipMu.Unlock()
-	if m.coreOn == on {
+	if m.coreCount.Add(-1) != 0 || !m.coreOn {
 		return false
 	}
-	m.coreOn = on
-	m.schedCoreFlip(c, on)
+	m.coreOn = false
+	m.schedCoreFlip(c, false)
 	return true
 }
 
-// maybeCoreToggle flips core scheduling once per CoreToggleEvery of
+// coreTagRound is one round of the stress toggler, a user-space process
+// with prctl(PR_SCHED_CORE): untag takes every task's cookie away
+// (sched_core_update_cookie to 0, whose put frees the cookie when its
+// last task drops it; the last put's work then switches core scheduling
+// off), and the next round gives the cookies back (the first get
+// switches it on again). The harness's coreflip runs one round; so does
+// the injector, once per --core-sched-toggle-interval. It reports
+// whether the round ran (another round in progress: no).
+func (m *Machine) coreTagRound(c *percpu.Ctx, untag bool) bool {
+	if !m.coreTagMu.TryLock() {
+		return false
+	}
+	defer m.coreTagMu.Unlock()
+	if m.coreUntagged == untag {
+		return false
+	}
+	m.coreUntagged = untag
+	if len(m.coreDropped) < len(m.tasks) {
+		m.coreDropped = append(m.coreDropped, make([]uint64, len(m.tasks)-len(m.coreDropped))...)
+	}
+	for id := 1; id < len(m.tasks); id++ {
+		p := m.tasks[id]
+		if untag {
+			if !p.TryGetTaskStruct() {
+				continue // released: its cookie went with it
+			}
+			if old := m.setCookie(c, p, 0); old != 0 {
+				m.coreDropped[id] = old
+			}
+			p.PutTaskStruct()
+			continue
+		}
+		ck := m.coreDropped[id]
+		m.coreDropped[id] = 0
+		if ck == 0 || !p.TryGetTaskStruct() {
+			continue
+		}
+		m.setCookie(c, p, ck)
+		p.PutTaskStruct()
+	}
+	c.Inc(stats.CoreTagRounds)
+	return true
+}
+
+// coreToggle is the harness's coreflip: one toggler round (untag for
+// off), then, for off, the put work at once, as if the kworker ran
+// right away. It reports whether core scheduling was flipped.
+func (m *Machine) coreToggle(c *percpu.Ctx, on bool) bool {
+	m.lockCoreMutex(c)
+	was := m.coreOn
+	m.coreFlipMu.Unlock()
+	m.coreTagRound(c, !on)
+	if !on {
+		m.corePutWork(c)
+	}
+	m.lockCoreMutex(c)
+	defer m.coreFlipMu.Unlock()
+	return m.coreOn != was
+}
+
+// maybeCoreToggle runs a toggler round once per CoreToggleEvery of
 // virtual time (stress --core-sched-toggle-interval), from the tick path
-// of whichever CPU first passes the due time, holding no lock.
+// of whichever CPU first passes the due time, holding no lock: rounds
+// alternate between taking every cookie away and giving them back.
 func (cp *CPU) maybeCoreToggle() {
 	m, c := cp.m, cp.c
 	due := m.coreFlipDue.Load()
 	if c.Now < due || !m.coreFlipDue.CompareAndSwap(due, c.Now+m.cfg.CoreToggleEvery) {
 		return
 	}
-	m.coreFlipMu.Lock()
-	on := !m.coreOn
-	m.coreFlipMu.Unlock()
-	m.coreToggle(c, on)
+	if !m.coreTagMu.TryLock() {
+		return
+	}
+	untag := !m.coreUntagged
+	m.coreTagMu.Unlock()
+	m.coreTagRound(c, untag)
 }
 
 // CoreSched reports the core-scheduling mode.
@@ -520,14 +630,17 @@ func (cp *CPU) coreRetainDonor() bool {
 // checkCoreCookie is the inline half of invariant 44: next is about to
 // execute here; no sibling may execute a task of another cookie, unless
 // a reschedule is pending there (the IPI that takes it out of user mode
-// is on its way). The core lock is held.
+// is on its way) or the sibling is inside __schedule, which may have
+// dropped the core lock mid-pick (find_proxy_task) with its prev still
+// rq->curr: it runs the scheduler, not prev's code. The core lock is
+// held.
 func (cp *CPU) checkCoreCookie(next *task.Task) {
 	r := cp.rq
 	for _, ri := range r.Core.Siblings {
 		if ri == r {
 			continue
 		}
-		if cur := ri.Curr(); !rq.CookieMatch(cur, next) && !ri.NeedResched() {
+		if cur := ri.Curr(); !rq.CookieMatch(cur, next) && !ri.NeedResched() && !cp.m.cpus[ri.CPU].inSchedule {
 			cp.m.Report(cp.c, check.InvCoreCookie, next, fmt.Sprintf("%v (cookie %d) switched in on cpu%d while sibling cpu%d executes %v (cookie %d), no reschedule pending", next, next.CoreCookie, r.CPU, ri.CPU, cur, cur.CoreCookie))
 			return
 		}
@@ -594,13 +707,27 @@ func (m *Machine) auditCore(now int64) {
 	}
 }
 
-// setCookie is sched_core_update_cookie() (prctl PR_SCHED_CORE): under
-// task_rq_lock, the task leaves the core tree, takes the cookie and
-// re-enters it (rq.SchedCoreUpdateCookie); a task executing reschedules.
-func (m *Machine) setCookie(c *percpu.Ctx, p *task.Task, cookie uint64) {
+// setCookie is prctl(PR_SCHED_CORE)'s cookie change of p: a reference to
+// the new cookie (sched_core_get, which switches core scheduling on for
+// the first), sched_core_update_cookie() under task_rq_lock (the task
+// leaves the core tree, takes the cookie and re-enters it; a task on a
+// CPU reschedules), then the old cookie's reference is put
+// (sched_core_put: the last one's work switches core scheduling off).
+// It returns the old cookie (0 when nothing changed).
+func (m *Machine) setCookie(c *percpu.Ctx, p *task.Task, cookie uint64) uint64 {
+	if cookie != 0 {
+		m.schedCoreGet(c)
+	}
 	p.PiLock.Lock(c.CPU)
 	r := m.taskRQLock(c, p)
+	var old uint64
+	changed := false
 	if p.State() != task.Dead && p.CoreCookie != cookie {
+		old, changed = p.CoreCookie, true
+		if !r.CoreEnabled() {
+			// "we must have core scheduling enabled here"
+			c.Warn(check.InvCoreTree, p.ID, p.String(), "sched_core_update_cookie of %v (cookie %d -> %d) on cpu%d with core scheduling disabled (WARN_ON_ONCE): a cookie reference was not counted", p, old, cookie, r.CPU)
+		}
 		r.SchedCoreUpdateCookie(c, p, cookie)
 		if r.Curr() == p {
 			r.ReschedCurr(c)
@@ -611,6 +738,13 @@ func (m *Machine) setCookie(c *percpu.Ctx, p *task.Task, cookie uint64) {
 	}
 	r.Unlock(c)
 	p.PiLock.Unlock(c.CPU)
+	switch {
+	case !changed && cookie != 0:
+		m.schedCorePut() // the new cookie's reference was not taken up
+	case changed && old != 0:
+		m.schedCorePut()
+	}
+	return old
 }
 
 // opCookie is prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE/SHARE_TO) of p

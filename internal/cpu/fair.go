@@ -20,7 +20,7 @@ import (
 // proxy migration).
 func (cp *CPU) movable(src *rq.RQ, t *task.Task, dst int) bool {
 	c := cp.c
-	if t == src.Curr() || t == src.Donor(c) || t.OnCPU() || !t.Queued() || t.MigrationReady {
+	if t == src.Curr() || t == src.Donor(c) || t.OnCPU() || !t.Queued() {
 		return false
 	}
 	if t.DLTask() {

@@ -66,6 +66,17 @@ func (m *Machine) respawnEpoch() {
 			continue // newTask fails only for a SCHED_DEADLINE spec
 		}
 		p.SetState(task.NewTask)
+		if p.CoreCookie != 0 && m.cfg.CoreSched != CoreOff {
+			// sched_core_fork: the child takes its cookie's reference,
+			// unless the toggler has taken the cookies away (then it
+			// gives this one back with the others).
+			if m.coreUntagged {
+				m.coreDropped[id] = p.CoreCookie
+				p.CoreCookie = 0
+			} else {
+				m.schedCoreGet(c)
+			}
+		}
 		m.gens[id] = gen
 		m.retired = append(m.retired, old)
 		m.retiredRuntime += old.SE.SumExecRuntime

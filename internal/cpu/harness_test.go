@@ -238,6 +238,7 @@ func (h *harness) machine(t *testing.T, d *datadriven.TestData) string {
 	cfg := DefaultConfig()
 	cfg.CPUs = h.intArg(t, d, "cpus", 2)
 	cfg.Epoch = cfgHorizon
+	cfg.MaxSkew = cfgHorizon // the scripts step CPUs by hand: one window
 	cfg.SimTime = cfgHorizon
 	cfg.RingSize = 1 << 14
 	cfg.Seed = 1

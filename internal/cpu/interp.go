@@ -105,6 +105,7 @@ func (cp *CPU) opCompute(p *task.Task, op *task.Op) {
 		}
 	}
 	budget := max(cp.clampToEvents(ex.Left), 1)
+	cp.undo = pureAdvance{from: cp.c.Now, p: p, pc: ex.PC, left: ex.Left}
 	cp.advance(budget)
 	ex.Left -= budget
 	if ex.Left <= 0 {
@@ -202,7 +203,7 @@ func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 			return
 		}
 		c.Inc(stats.MutexFastMisses)
-		ex.MissStart = c.Now
+		mutex.ContentionBegin(c, p)
 		if ctx != nil && ctx.Acquired == 0 {
 			// "Reset the wounded flag after a kill." (M, at the top of
 			// __mutex_lock_common: the fast path above skips it)
@@ -253,17 +254,12 @@ func (cp *CPU) lockResult(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.St
 	case mutex.LockAcquired:
 		ex.Phase = lockStart
 		ex.Held = append(ex.Held, mx.ID())
-		if ex.MissStart > 0 {
-			p.Stats.ContendedWait.Add(cp.c.Now - ex.MissStart)
-			ex.MissStart = 0
-		}
 		if ctx != nil {
 			cp.c.Inc(stats.WWAcquires)
 		}
 		ex.PC++
 	case mutex.LockEINTR:
 		ex.Phase = lockStart
-		ex.MissStart = 0
 		if op.Kind != task.OpLock {
 			cp.opWWBackoff(p, op, -1)
 			return
@@ -271,7 +267,6 @@ func (cp *CPU) lockResult(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.St
 		ex.PC = op.EINTRPC
 	case mutex.LockEDEADLK:
 		ex.Phase = lockStart
-		ex.MissStart = 0
 		cp.opWWBackoff(p, op, mx.ID())
 	case mutex.LockSpin:
 		ex.Phase = lockWaiterSpin
@@ -407,9 +402,8 @@ func (cp *CPU) spinStep(p *task.Task, op *task.Op, mx *mutex.Mutex, st task.Stat
 // owner it spins on was still running with the lock after its own CPU's
 // clock read ownerNow: the spinner saw nothing but "owned, on a CPU" up to
 // that time, so it spins there in one turn instead of SpinCost at a time,
-// stopping at its next tick, timer or the epoch's end (where need_resched
-// or an interrupt could end the spin) and within the serial strategy's
-// step budget. When the owner's clock is not ahead, a turn is SpinCost.
+// stopping at its next tick, timer or the window's horizon (where
+// need_resched or an interrupt could end the spin). When the owner's clock is not ahead, a turn is SpinCost.
 // What a spin finds is unchanged; how many turns it takes to find it (and
 // the wall time they cost) is not.
 func (cp *CPU) spinCatchUp(ownerNow int64) int64 {
@@ -422,16 +416,20 @@ func (cp *CPU) spinCatchUp(ownerNow int64) int64 {
 }
 
 // clampToEvents bounds a stretch of d ns of virtual time on this CPU to
-// its next tick, its next timer and the epoch's end, and to the serial
-// strategy's step budget.
+// its next tick, its next timer, the window's horizon and the send time
+// of a pending IPI it has not reached yet.
 func (cp *CPU) clampToEvents(d int64) int64 {
 	c, m := cp.c, cp.m
-	for _, at := range [...]int64{cp.nextTick, m.bar.horizon.Load(), cp.nextTimer()} {
+	ipi := int64(never)
+	if cp.pending() {
+		ipi = cp.ipiTime.Load()
+	}
+	for _, at := range [...]int64{cp.nextTick, m.bar.horizon.Load(), cp.nextTimer(), ipi} {
 		if t := at - c.Now; t > 0 && t < d {
 			d = t
 		}
 	}
-	return m.runner.stepBudget(cp.id, c.Now, d)
+	return d
 }
 
 // peekClock reads another CPU's clock (percpu.Ctx.Now, written only by
@@ -657,6 +655,9 @@ func (cp *CPU) unlock(p *task.Task, id int) bool {
 		return false
 	}
 	ex.Held = append(ex.Held[:i], ex.Held[i+1:]...)
+	if mx := cp.m.mutexes[id]; mx.Traced() {
+		p.Stats.MarkMutex(id, -1, cp.c.Now)
+	}
 	if mx := cp.m.mutexes[id]; mx.WW() != nil {
 		mx.WWUnlock(cp.c, p, &cp.wq) // a ww_mutex is released with ww_mutex_unlock
 	} else {

@@ -25,9 +25,15 @@ import (
 
 // Config is the machine's boot configuration.
 type Config struct {
-	CPUs           int
-	Tick           int64 // virtual ns between scheduler ticks
-	Epoch          int64 // virtual ns between barriers
+	CPUs  int
+	Tick  int64 // virtual ns between scheduler ticks
+	Epoch int64 // virtual ns between barriers
+	// MaxSkew bounds how far a CPU's clock may run ahead of the earliest
+	// virtual time at which any CPU has something to do (virtual ns, 0 <
+	// MaxSkew; at most an Epoch takes effect): a message between CPUs
+	// is taken at most this much (plus one step) after it was sent. See
+	// barrier.
+	MaxSkew        int64
 	SimTime        int64 // virtual ns to run
 	Proxy          bool  // sched_proxy_exec
 	SleepingOwners bool  // [full] sleeping-owner parking (else proxy_deactivate)
@@ -138,10 +144,13 @@ type Config struct {
 	Live audit.LiveConfig
 }
 
+// DefaultMaxSkew is the default clock skew bound (Config.MaxSkew): 10 us.
+const DefaultMaxSkew = 10_000
+
 // DefaultConfig returns the built-in defaults.
 func DefaultConfig() Config {
 	return Config{
-		CPUs: 256, Tick: 1_000_000, Epoch: 1_000_000, SimTime: 1_000_000_000, Proxy: true, SleepingOwners: true,
+		CPUs: 256, Tick: 1_000_000, Epoch: 1_000_000, MaxSkew: DefaultMaxSkew, SimTime: 1_000_000_000, Proxy: true, SleepingOwners: true,
 		RingSize: 2048, Balance: 4_000_000, AuditEvery: 50, ProgressBound: 2_000_000_000, WakingBound: 200_000_000,
 		HangTimeout: 30 * time.Second, SwitchCost: 1_000, SchedCost: 200, OpCost: 100, SpinCost: 500,
 		Live: audit.DefaultLiveConfig(), CoreStallFix: true, SchedFeatures: rq.DefaultFeatures(), CoreStarveBound: 100_000_000,
@@ -199,21 +208,38 @@ type Machine struct {
 	hpRand         *rand.Rand
 	hpNext         int64
 	// coreFlipMu is sched_core_mutex: it serialises flips and guards
-	// coreOn (sched_core_count's "enabled" side). coreFlipDue is the
-	// stress toggle's next due time (virtual ns; the CPU that moves it
-	// on flips).
-	coreFlipMu  sync.Mutex
-	coreOn      bool
-	coreFlipDue atomic.Int64
-	live        *audit.Liveness // the liveness checks' memory (audits only)
-	grantIdx    grantIndex      // the flight recorder's grants, for invariant 33 (audits only)
-	srq         *srqState       // SHARED_RUNQ, nil unless configured
-	stopReq     chan struct{}
-	stopping    atomic.Bool
-	stopWhy     atomic.Pointer[string]
-	started     bool
-	wg          sync.WaitGroup
-	epochs      atomic.Uint64
+	// coreOn (core scheduling enabled). coreCount is sched_core_count,
+	// the cookie references tasks hold (an atomic, as the kernel's: the
+	// get and put fast paths take no lock); corePutQueued is
+	// sched_core_put's work (_work, __sched_core_put) pending. The first
+	// get enables core scheduling before its cookie is installed; the
+	// put of the last reference leaves the disable to that work, which
+	// runs from some CPU's tick (a kworker) and disables only if no get
+	// came meanwhile. coreFlipDue is the stress toggler's next due time
+	// (virtual ns; the CPU that moves it on runs the round).
+	coreFlipMu    sync.Mutex
+	coreOn        bool
+	coreCount     atomic.Int32
+	corePutQueued atomic.Bool
+	coreFlipDue   atomic.Int64
+	// coreTagMu serialises the stress toggler's rounds: an admin process
+	// that takes every task's cookie away (prctl), after which the
+	// kernel switches core scheduling off, and later gives them back,
+	// the first switching it on again. coreUntagged says the cookies are
+	// away; coreDropped holds them by pid. The toggler's own state (a
+	// user-space process's); respawnEpoch reads it at the barrier.
+	coreTagMu    sync.Mutex
+	coreUntagged bool
+	coreDropped  []uint64
+	live         *audit.Liveness // the liveness checks' memory (audits only)
+	grantIdx     grantIndex      // the flight recorder's grants, for invariant 33 (audits only)
+	srq          *srqState       // SHARED_RUNQ, nil unless configured
+	stopReq      chan struct{}
+	stopping     atomic.Bool
+	stopWhy      atomic.Pointer[string]
+	started      bool
+	wg           sync.WaitGroup
+	epochs       atomic.Uint64
 	// domainsMu is sched_domains_mutex: one rebuild at a time (TryLock
 	// only: a CPU goroutine must not block in Go while the conductor
 	// waits for it). nextRebuild is the virtual time of the next
@@ -241,8 +267,8 @@ func New(cfg Config) (*Machine, error) {
 	if cfg.CPUs < 1 || cfg.CPUs > task.MaxCPUs {
 		return nil, fmt.Errorf("cpu: %d CPUs out of range 1-%d", cfg.CPUs, task.MaxCPUs)
 	}
-	if cfg.Tick <= 0 || cfg.Epoch <= 0 || cfg.SimTime <= 0 {
-		return nil, fmt.Errorf("cpu: tick, epoch and sim time must be positive")
+	if cfg.Tick <= 0 || cfg.Epoch <= 0 || cfg.SimTime <= 0 || cfg.MaxSkew <= 0 {
+		return nil, fmt.Errorf("cpu: tick, epoch, clock skew bound and sim time must be positive")
 	}
 	if cfg.Topology == nil {
 		cfg.Topology = topology.Default(cfg.CPUs)
@@ -346,6 +372,7 @@ func New(cfg Config) (*Machine, error) {
 		}
 		cp := &CPU{m: m, id: i, rq: r, c: c, kick: make(chan struct{}, 1), nextTick: cfg.Tick}
 		cp.ipiAt.Store(noIPI)
+		cp.undo = noUndo
 		cp.timerLock.Init(spinlock.ClassTimer, i)
 		r.Kick = m.kickResched
 		r.Ledger = &ledger{m: m}
@@ -504,6 +531,9 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.CoreCookie != 0 && m.cfg.CoreSched != CoreOff {
+		m.coreCount.Add(1) // the task's cookie reference (sched_core_get)
+	}
 	m.tasks = append(m.tasks, p)
 	m.specs = append(m.specs, s)
 	m.gens = append(m.gens, 0)
@@ -598,6 +628,14 @@ func (m *Machine) Stopping() bool { return m.stopping.Load() }
 
 // Epochs returns how many barriers have completed.
 func (m *Machine) Epochs() uint64 { return m.epochs.Load() }
+
+// SkewBound is the clock skew bound the machine runs with (virtual ns):
+// Config.MaxSkew, or the epoch when that is shorter.
+func (m *Machine) SkewBound() int64 { return m.bar.skew }
+
+// Windows returns how many windows the barrier has opened (stopped
+// machine only).
+func (m *Machine) Windows() uint64 { return m.bar.windows }
 
 // Report records an invariant violation found on CPU c (proxy.Machine).
 func (m *Machine) Report(c *percpu.Ctx, inv check.Invariant, p *task.Task, msg string) {

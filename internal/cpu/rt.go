@@ -49,15 +49,17 @@ const (
 	execForbids = -1 // pushable chain, but its execution context may not run there
 )
 
-// findExecCtx follows p's blocked_on chain while the links are queued on
-// r (find_exec_ctx). It returns the execution context, or nil when the
-// chain leaves this runqueue (owner elsewhere or asleep), plus the links
-// walked (p first, the execution context included).
+// findExecCtx is find_exec_ctx(): follow p's blocked_on chain while the
+// link is blocked and not on a CPU (a link still on_cpu ends the walk: it
+// is the execution context). It returns the execution context, or nil
+// when the chain leaves this runqueue (an owner not queued here, or
+// queued here as rq->donor), plus the links walked (p first, the
+// execution context included; the donor that ends a walk is not).
 func findExecCtx(c *percpu.Ctx, r *rq.RQ, p *task.Task) (*task.Task, []*task.Task) {
 	chain := []*task.Task{p}
 	t := p
 	for i := 0; i < proxy.MaxChain; i++ {
-		if !proxy.TaskIsBlocked(c, t) {
+		if !proxy.TaskIsBlocked(c, t) || t.OnCPU() {
 			return t, chain
 		}
 		t.BlockedLock.Lock(c.CPU)
@@ -72,7 +74,7 @@ func findExecCtx(c *percpu.Ctx, r *rq.RQ, p *task.Task) (*task.Task, []*task.Tas
 			// execution context (its mask decides), as in find_exec_ctx.
 			return t, chain
 		}
-		if !o.Queued() || o.CPU() != r.CPU {
+		if !o.Queued() || o.CPU() != r.CPU || o == r.Donor(c) {
 			return nil, chain
 		}
 		t = o
@@ -82,32 +84,34 @@ func findExecCtx(c *percpu.Ctx, r *rq.RQ, p *task.Task) (*task.Task, []*task.Tas
 }
 
 // taskIsPushable is task_is_pushable(): may p (queued on r) move to cpu?
-// It returns the tasks to move with it.
+// It returns the tasks to move with it (move_queued_task_locked's walk:
+// p and the links after it, up to the execution context or to where the
+// chain leaves the runqueue). The callers' candidates stand in for the
+// pushable lists, which hold neither rq->curr (proxy_tag_curr) nor
+// rq->donor (set_next_task): those are never pushable here.
 func taskIsPushable(c *percpu.Ctx, r *rq.RQ, p *task.Task, cpu int) (int, []*task.Task) {
-	if !p.Queued() || p.CPU() != r.CPU || p == r.Curr() || p == r.Donor(c) || p.OnCPU() || p.MigrationReady {
+	if p == r.Curr() || p == r.Donor(c) {
 		return notPushable, nil
 	}
-	if !c.Proxy || !proxy.TaskIsBlocked(c, p) {
-		// __task_is_pushable: the classic test.
+	if !c.Proxy {
+		// __task_is_pushable.
+		if p.OnCPU() {
+			return notPushable, nil
+		}
 		if p.CPUsMask.Has(cpu) {
 			return pushable, []*task.Task{p}
 		}
+		return execForbids, nil
+	}
+	if p.CPU() != r.CPU || !p.Queued() {
 		return notPushable, nil
 	}
 	exec, chain := findExecCtx(c, r, p)
-	for _, t := range chain {
-		// A link may be the task this CPU is still switching away from
-		// (blocked, but curr and on_cpu while __schedule has dropped the
-		// lock): nothing running or about to run moves.
-		if t == r.Curr() || t == r.Donor(c) || t.OnCPU() || t.MigrationReady {
-			return notPushable, nil
-		}
-	}
 	if exec == nil {
-		// The chain leaves this runqueue: the queued donors can go.
+		// The chain leaves this runqueue: the queued links can go.
 		return pushable, chain
 	}
-	if exec == r.Curr() || exec == r.Donor(c) || exec.OnCPU() || exec.NrCPUsAllowed == 1 {
+	if exec.OnCPU() || exec.NrCPUsAllowed <= 1 {
 		return notPushable, nil
 	}
 	if exec.CPUsMask.Has(cpu) {

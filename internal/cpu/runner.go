@@ -28,9 +28,6 @@ type runner interface {
 	progress()
 	// stop releases every CPU for good.
 	stop()
-	// stepBudget bounds a compute step of cpu starting at now to keep
-	// discrete-event order (serial time strategy); budget otherwise.
-	stepBudget(cpu int, now, budget int64) int64
 	// deterministic reports serial mode.
 	deterministic() bool
 }
@@ -59,11 +56,10 @@ func (parallelRunner) park(cp *CPU, ch <-chan struct{}, still func() bool) {
 		}
 	}
 }
-func (parallelRunner) unblock(int)                             {}
-func (parallelRunner) progress()                               {}
-func (parallelRunner) stop()                                   {}
-func (parallelRunner) stepBudget(_ int, _, budget int64) int64 { return budget }
-func (parallelRunner) deterministic() bool                     { return false }
+func (parallelRunner) unblock(int)         {}
+func (parallelRunner) progress()           {}
+func (parallelRunner) stop()               {}
+func (parallelRunner) deterministic() bool { return false }
 
 // serialRunner runs one CPU goroutine at a time under the conductor.
 type serialRunner struct{ cd *conductor.Conductor }
@@ -87,18 +83,4 @@ func (s serialRunner) unblock(cpu int) { s.cd.Unblock(cpu) }
 func (s serialRunner) progress()       { s.cd.Progress() }
 func (s serialRunner) stop()           { s.cd.Stop() }
 
-// stepBudget keeps discrete-event order under the time strategy: a
-// compute step never runs ahead of the CPU with the smallest clock by
-// more than a quantum (10us), so that its IPIs and wakeups reach this CPU
-// close to their virtual time.
-func (s serialRunner) stepBudget(cpu int, now, budget int64) int64 {
-	if !s.cd.TimeOrdered() {
-		return budget
-	}
-	const quantum = 10_000
-	if d := s.cd.MinOtherClock(cpu) + quantum - now; d < budget {
-		budget = max(d, quantum)
-	}
-	return budget
-}
 func (s serialRunner) deterministic() bool { return true }

@@ -6,7 +6,6 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 	"runtime/debug"
 	"sync/atomic"
 
@@ -46,8 +45,10 @@ type CPU struct {
 	ipi atomic.Uint32
 	// kick wakes this CPU's goroutine when it is parked.
 	kick chan struct{}
-	// ipiTime is the latest clock of a CPU that sent this one an IPI: a
-	// parked idle CPU woken by it continues from there.
+	// ipiTime is the latest clock of a CPU that sent this one an IPI
+	// still pending (0: none, or only IPIs the barrier posted): the CPU
+	// takes its pending IPIs once its clock is there (a parked idle CPU
+	// jumps there).
 	ipiTime atomic.Int64
 	// ipiAt is the earliest clock at which a pending IPI was sent
 	// (noIPI: none since the last handleIPIs; 0: posted at the
@@ -65,6 +66,17 @@ type CPU struct {
 	// running (hrtimer_cpu_base->running), 0 if none. Protected by
 	// timerLock.
 	timerRunning uint64
+
+	// undo is this CPU's last step when it was a pure advance of its
+	// clock (cut short by undoAdvance when an IPI sent within it comes
+	// in); undo.from < 0 when the last step did anything else. Owned by
+	// this CPU's goroutine.
+	undo pureAdvance
+
+	// releasedAt is the virtual time the barrier released this CPU for
+	// (written by the barrier under its lock while the CPU is parked;
+	// read and cleared by the CPU once it runs again).
+	releasedAt int64
 
 	// Owned by this CPU's goroutine.
 	//
@@ -99,6 +111,13 @@ type CPU struct {
 	// stopWork lists tasks whose affinity no longer allows this CPU and
 	// which were running when it changed. Protected by the rq lock.
 	stopWork []*task.Task
+	// inSchedule is set while this CPU is inside __schedule, from its rq
+	// lock to the final unlock, the stretches where the pick has dropped
+	// the lock (find_proxy_task's migrations and activations, newidle)
+	// included. Protected by the rq lock (model bookkeeping for
+	// invariant 44: a sibling inside __schedule runs the scheduler, not
+	// its prev's code).
+	inSchedule bool
 
 	// CPU hotplug (internal/cpu/hotplug.go). hpReq is the pending request,
 	// posted by any CPU or the barrier, taken by this CPU.
@@ -121,7 +140,7 @@ type CPU struct {
 }
 
 // noIPI is ipiAt with no IPI pending.
-const noIPI = math.MaxInt64
+const noIPI = never
 
 func (cp *CPU) pending() bool {
 	return cp.ipi.Load() != 0 || cp.wakeList.Load() != nil
@@ -183,7 +202,7 @@ func (cp *CPU) advance(d int64) {
 }
 
 // run is the CPU's main loop: interrupts, tick, schedule, one step of
-// work, and the epoch barrier.
+// work, and the window barrier.
 func (cp *CPU) run() {
 	defer cp.m.wg.Done()
 	m := cp.m
@@ -206,23 +225,124 @@ func (cp *CPU) run() {
 		idle := cp.iterate(h)
 		m.runner.yield(cp.id) // the end of a slice of work is a yield point
 		if idle {
-			if !m.bar.arrive(cp) {
+			at, busy := cp.wakeAt()
+			if !m.bar.arrive(cp, at, busy) {
 				return
 			}
-			if cp.rq.Curr() == cp.rq.Idle {
-				// An idle CPU's clock catches up with the epoch it slept
-				// through, or with the CPU that interrupted it.
-				to := h
-				if m.bar.horizon.Load() == h {
-					to = cp.ipiTime.Load()
-				}
-				if to > cp.c.Now {
-					cp.advance(to - cp.c.Now)
-				}
-				cp.resyncTick()
+			// An idle CPU released by the barrier moves up to the time it
+			// was released for (its timer, the end of an epoch it slept
+			// through); one woken by an IPI moves up to the sender's clock
+			// in handleIPIs.
+			if to := cp.releasedAt; to > cp.c.Now && cp.rq.Curr() == cp.rq.Idle {
+				cp.undo = pureAdvance{from: cp.c.Now}
+				cp.idleJump(to)
+				// A yield point before its timers fire: a CPU behind
+				// this clock may have an IPI for an earlier time.
+				m.runner.yield(cp.id)
 			}
+			cp.releasedAt = 0
 		}
 	}
+}
+
+// wakeAt says, for a CPU about to park at the barrier, from when it has
+// something to do on its own (never: only an IPI can give it work), and
+// whether a task is running on it. An idle CPU's next thing is its next
+// timer. A task in the middle of a compute instruction does nothing
+// visible to other CPUs until the compute ends, the tick or a timer: the
+// CPU parks at its clock and computes up to whatever wakes it.
+func (cp *CPU) wakeAt() (int64, bool) {
+	c, r := cp.c, cp.rq
+	curr := r.Curr()
+	switch {
+	case cp.m.hotplug && !cp.m.cpuOnline(cp.id):
+		// An offline CPU sits in the hotplug thread's dead loop
+		// (cpuhp_report_idle_dead, arch_cpu_idle_dead): it schedules
+		// nothing until it is brought up, whatever need_resched its idle
+		// task carries (a resched_curr that came in as it went down).
+		// Only a window that brings it up releases it.
+		return never, false
+	case r.NeedResched():
+		// A schedule that overshot the horizon (proxy_resched_idle
+		// leaves need_resched set on the idle task): pick again first.
+		return c.Now, curr != r.Idle
+	case curr == r.Idle:
+		return max(c.Now, cp.nextTimer()), false
+	case computing(curr):
+		// (A tick or timer already due is taken once a window reaches
+		// the clock: a step past the horizon left it.)
+		return max(c.Now, min(c.Now+curr.Exec.Left, cp.nextTick, cp.nextTimer())), true
+	}
+	return c.Now, true
+}
+
+// computing reports whether p, current here, is in the middle of a compute
+// instruction.
+func computing(p *task.Task) bool {
+	ex := &p.Exec
+	return ex.Left > 0 && !ex.Exited && ex.Prog != nil && ex.PC < len(ex.Prog.Ops) && ex.Prog.Ops[ex.PC].Kind == task.OpCompute
+}
+
+// pureAdvance is a step that only moved the clock: a stretch of compute
+// by p (its compute instruction was at pc with left ns to go), or an idle
+// jump (p nil). Nothing else happened on the CPU between from and its
+// clock, so the step may be cut short at any time in between.
+type pureAdvance struct {
+	from int64
+	p    *task.Task
+	pc   int
+	left int64
+}
+
+// noUndo marks the last step as not a pure advance.
+var noUndo = pureAdvance{from: -1}
+
+// undoAdvance cuts the pure advance u back to time to (u.from <= to <
+// the clock): an IPI sent at to came in while the CPU computed or sat
+// idle, and it takes the IPI then, as a CPU whose clock had not run
+// ahead would have. The compute left is restored; an idle CPU's tick
+// restarts after to.
+func (cp *CPU) undoAdvance(u pureAdvance, to int64) {
+	c := cp.c
+	d := c.Now - to
+	c.Now = to
+	if u.p != nil {
+		ex := &u.p.Exec
+		ex.PC, ex.Left = u.pc, u.left-(to-u.from)
+		cp.busy -= d
+	} else {
+		t := cp.m.cfg.Tick
+		cp.nextTick = (to/t + 1) * t
+	}
+	c.Stats.SimTime.Store(c.Now)
+}
+
+// idleJump moves an idle CPU's clock up to to: nothing happened on it in
+// between. The tick restarts on the tick grid after to, as
+// tick_nohz_idle_exit restarts it (an idle CPU does not tick).
+func (cp *CPU) idleJump(to int64) {
+	if to > cp.c.Now {
+		cp.advance(to - cp.c.Now)
+	}
+	cp.resyncTick()
+}
+
+// ipiDueAt is when this CPU takes its pending IPIs (never: none pending):
+// the latest send time among them, or its own clock if that is later. A
+// CPU that is behind the sender (idle, or parked in a compute) first moves
+// up to the send time. Read by this CPU, and by the barrier while the CPU
+// is parked.
+func (cp *CPU) ipiDueAt() int64 {
+	if !cp.pending() {
+		return never
+	}
+	return max(cp.c.Now, cp.ipiTime.Load())
+}
+
+// ipiDue reports whether the pending IPIs are due: the CPU's clock has
+// reached their send time (an idle CPU jumps there).
+func (cp *CPU) ipiDue() bool {
+	return cp.rq.Curr() == cp.rq.Idle || cp.ipiTime.Load() <= cp.c.Now
 }
 
 // iterate is one turn of the CPU loop: take interrupts (IPIs, timers, the
@@ -241,25 +361,60 @@ func (cp *CPU) iterate(horizon int64) bool {
 			return true
 		}
 	}
-	if cp.pending() {
+	pending := cp.pending()
+	u := cp.undo
+	cp.undo = noUndo
+	if pending && u.from >= 0 {
+		// (An IPI the barrier posted has no send time: it comes after
+		// everything.)
+		if s := cp.ipiTime.Load(); s > 0 && max(u.from, s) < c.Now {
+			cp.undoAdvance(u, max(u.from, s))
+		}
+	}
+	if pending && cp.ipiDue() {
 		cp.handleIPIs()
+		pending = false
+	}
+	if c.Now >= horizon {
+		// Past the window's horizon (the last step overshot it): only
+		// the interrupts sent within the window are taken; the rest
+		// waits for a window that reaches this clock.
+		return true
 	}
 	cp.fireTimers()
 	curr := r.Curr()
+	// need_resched set by a sender whose IPI is still to come (a remote
+	// resched_curr), as against one the tick sets now.
+	remote := pending && r.NeedResched()
+	localResched := false
 	if curr != r.Idle && c.Now >= cp.nextTick {
 		cp.tick()
+		localResched = !remote && r.NeedResched()
+	}
+	if pending && !localResched && computing(curr) && !cp.ipiDue() {
+		// Parked in a compute and woken by an IPI sent after its clock:
+		// the task computed all along, up to the IPI's time (the step
+		// stops there, or at a tick or timer before it), and only then
+		// does the CPU see the interrupt and the need_resched that came
+		// with it. (A tick on the way that preempts the task on its own
+		// is taken at once.)
+		cp.step(curr)
+		if !cp.ipiDue() || c.Now >= horizon {
+			return c.Now >= horizon
+		}
+		cp.undo = noUndo
+		cp.handleIPIs()
 	}
 	if r.NeedResched() && !spinning(curr) {
 		cp.schedule(true)
 		return c.Now >= horizon
 	}
 	if curr == r.Idle {
-		// NOHZ idle: jump to the next timer, or park until the epoch
-		// ends or an IPI arrives.
-		if next := cp.nextTimer(); next <= horizon {
-			if next > c.Now {
-				cp.advance(next - c.Now)
-			}
+		// NOHZ idle: jump to the next timer within the window, or park
+		// until a window reaches it or an IPI arrives.
+		if next := cp.nextTimer(); next < horizon {
+			cp.undo = pureAdvance{from: c.Now}
+			cp.idleJump(next)
 			return false
 		}
 		return true
@@ -270,13 +425,20 @@ func (cp *CPU) iterate(horizon int64) bool {
 
 // handleIPIs takes the pending interrupts.
 func (cp *CPU) handleIPIs() {
-	cp.ipiAt.Store(noIPI)
+	// ipiTime first: a sender that comes in between posts its time again
+	// before its kind bits.
+	t := cp.ipiTime.Swap(0)
+	at := cp.ipiAt.Swap(noIPI)
 	kinds := cp.ipi.Swap(0)
-	if cp.rq.Curr() == cp.rq.Idle {
+	if cp.rq.Curr() == cp.rq.Idle && t > cp.c.Now {
 		// Idle until interrupted: the clock moves to the sender's.
-		if t := cp.ipiTime.Load(); t > cp.c.Now {
-			cp.advance(t - cp.c.Now)
-		}
+		cp.idleJump(t)
+	}
+	if at != noIPI && at > 0 {
+		// How late the earliest of them is taken: the clocks' skew as
+		// one message between CPUs saw it (0 when the target was behind
+		// the sender and moved up to it).
+		cp.c.Stats.IPITaken(max(cp.c.Now-at, 0))
 	}
 	if kinds&ipiWakeList != 0 || cp.wakeList.Load() != nil {
 		// The call-function IPI: sched_ttwu_pending() in hard-IRQ

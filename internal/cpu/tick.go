@@ -73,6 +73,9 @@ func (cp *CPU) tick() {
 	if m.cfg.CoreToggleEvery > 0 {
 		cp.maybeCoreToggle()
 	}
+	if m.corePutQueued.Load() {
+		m.corePutWork(c) // the kworker of sched_core_put's work
+	}
 	if m.cfg.SignalRate > 0 {
 		cp.signalDue += m.cfg.SignalRate * float64(m.cfg.Tick) / 1e9
 		for ; cp.signalDue >= 1; cp.signalDue-- {

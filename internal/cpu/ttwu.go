@@ -99,9 +99,10 @@ func (m *Machine) tryToWakeUp(c *percpu.Ctx, p *task.Task, mask task.StateMask) 
 		}
 	}
 	cpu := m.selectTaskRQ(c, p)
-	if c.Bug(bugs.ReturnToOffline) && p.CPU() != p.WakeCPU {
-		// Before v16: a returning donor goes straight back to wake_cpu,
-		// online or not.
+	if (c.Bug(bugs.ReturnToOffline) || c.Bug(bugs.WakeCPUOutsideMask)) && p.CPU() != p.WakeCPU {
+		// Before v16 (v11 for a wake_cpu outside the mask): a
+		// returning donor goes straight back to wake_cpu, online or
+		// not, allowed or not.
 		cpu = p.WakeCPU
 	}
 	if cpu != p.CPU() {
@@ -137,8 +138,10 @@ func (m *Machine) maybeActivateWaiters(c *percpu.Ctx, p *task.Task) {
 	}
 }
 
-// taskRQLock is __task_rq_lock(): lock the rq p is on, waiting while p is
-// MIGRATING. The caller holds p.PiLock.
+// taskRQLock is __task_rq_lock(): lock the rq p is on; if p moved while
+// we waited for the lock, or is MIGRATING, unlock, spin without the lock
+// until it is no longer MIGRATING, and start over. The caller holds
+// p.PiLock.
 func (m *Machine) taskRQLock(c *percpu.Ctx, p *task.Task) *rq.RQ {
 	p.PiLock.AssertHeld(c.CPU)
 	for {
@@ -147,10 +150,11 @@ func (m *Machine) taskRQLock(c *percpu.Ctx, p *task.Task) *rq.RQ {
 		if r.CPU == p.CPU() && !p.Migrating() {
 			return r
 		}
-		// It moved, or is moving, while we waited for the lock: start over.
 		r.Unlock(c)
 		c.Inc(stats.LockJugglingRetries)
-		c.Relax()
+		for p.Migrating() {
+			c.Relax()
+		}
 	}
 }
 

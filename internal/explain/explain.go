@@ -199,6 +199,29 @@ func (a *analysis) layout(sl *slicer, maxRows int) *Explanation {
 		}
 		ex.Before = append(ex.Before, fmt.Sprintf("%s (%s, %s)", names.step(s, a.in.Names), leaf(a.path[i]), colName(int(s.CPU))))
 	}
+	// With more CPUs than a mail's columns hold, the CPUs that only
+	// supply context (none of their steps is explained or part of a
+	// race) give their writes as state lines too.
+	all, told := map[int16]bool{}, map[int16]bool{}
+	for _, i := range idx {
+		c := a.steps[i].CPU
+		all[c] = true
+		if k, ok := sl.kept[i]; ok && (k.expand || k.prio >= 2) {
+			told[c] = true
+		}
+	}
+	if len(all) > maxColumns {
+		kept := idx[:0]
+		for _, i := range idx {
+			s := &a.steps[i]
+			if told[s.CPU] {
+				kept = append(kept, i)
+			} else if s.Kind == trace.StepWrite {
+				ex.Before = append(ex.Before, fmt.Sprintf("%s (%s, %s)", names.step(s, a.in.Names), leaf(a.path[i]), colName(int(s.CPU))))
+			}
+		}
+		idx = kept
+	}
 	if len(ex.Before) > maxBefore {
 		ex.Before = ex.Before[len(ex.Before)-maxBefore:]
 	}
@@ -285,6 +308,10 @@ func cpuList(m uint64) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// maxColumns is how many CPU columns a diagram aims for: three of 32
+// characters fit a 100-column mail.
+const maxColumns = 3
 
 // maxBefore bounds the state lines shown before the diagram (the latest
 // are kept).

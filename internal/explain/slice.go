@@ -448,8 +448,12 @@ func (sl *slicer) run(criterion []critKey) {
 			// value, and acted on it.
 			k := keyOf(s).whole()
 			prev := lastBefore(a.writes[k], i)
+			// For a list (an emptiness test: nothing to do), any
+			// other call's read within the window's lead; for a field,
+			// another CPU's read made while this write's call was under
+			// way (the two raced).
 			if r := lastBefore(a.reads[k], i); r > prev && r >= 0 && !noisy(k) && a.top[r] != a.top[i] &&
-				(a.steps[r].CPU != s.CPU || setField(k.field)) {
+				(setField(k.field) && i-r <= windowLead || a.steps[r].CPU != s.CPU && r >= int(a.topStart[a.top[i]])) {
 				sl.keep(r, d+1, false, whyMissed, 3)
 			}
 		case trace.StepRead:
@@ -648,6 +652,14 @@ func (a *analysis) criterion() []critKey {
 	}
 	if f.CPU >= 0 {
 		for _, fl := range spec.rq {
+			if fl == trace.FieldNeedResched {
+				// TIF_NEED_RESCHED is rq->curr's: the task the last
+				// write of rq->curr left there.
+				if w := lastBefore(a.writes[key{obj: trace.ObjRQ, id: int32(f.CPU), field: trace.FieldCurr}], a.end); w >= 0 {
+					add(key{obj: trace.ObjTask, id: int32(a.steps[w].Val), field: fl})
+				}
+				continue
+			}
 			add(key{obj: trace.ObjRQ, id: int32(f.CPU), field: fl})
 		}
 	}
@@ -731,7 +743,7 @@ var criteria = map[string]crit{
 	"chain-acyclic": {task: []trace.Field{trace.FieldBlockedOn}, others: []trace.Field{trace.FieldBlockedOn},
 		mutex: []trace.Field{trace.FieldOwner}, chain: true},
 	"progress": {task: []trace.Field{trace.FieldOnRQ, trace.FieldState, trace.FieldCPU},
-		rq: []trace.Field{trace.FieldCurr, trace.FieldDonor}, queue: true},
+		rq: []trace.Field{trace.FieldCurr, trace.FieldDonor, trace.FieldNeedResched}, queue: true},
 	"offline-cpu": {task: []trace.Field{trace.FieldCPU, trace.FieldOnRQ, trace.FieldWakeCPU}, queue: true},
 	"donor-handoff": {task: []trace.Field{trace.FieldBlockedDonor, trace.FieldBlockedOn},
 		others: []trace.Field{trace.FieldBlockedOn}, mutex: []trace.Field{trace.FieldOwner}},

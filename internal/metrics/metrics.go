@@ -34,6 +34,10 @@ type RunInfo struct {
 	ProxyExec bool
 	Shard     int
 	Shards    int
+	// SkewBoundNs is the run's clock skew bound (virtual ns; 0: not
+	// exported), the exactness of every latency the run measures
+	// (proxysim_clock_skew_bound_seconds).
+	SkewBoundNs int64
 }
 
 // Options configure a Collector.
@@ -56,6 +60,7 @@ var counterSeconds = map[string]string{
 	"core_forceidle_charged_ns": "core_forceidle_charged_seconds",
 	"newidle_cost_ns":           "newidle_cost_seconds",
 	"proxy_cost_ns":             "proxy_cost_seconds",
+	"ipi_lateness_ns":           "ipi_lateness_seconds",
 }
 
 // counterSkip lists stats counters exported some other way.
@@ -87,6 +92,8 @@ var counterHelp = map[string]string{
 	"sleeping_owner_enqueues":    "Blocked donors parked on a sleeping lock owner.",
 	"blocked_waiter_activations": "Parked waiters re-activated when their lock owner woke.",
 	"blocked_waiter_dead_skips":  "Parked waiters that had exited by the time their owner's wake-up activated them, left alone (finding F15's fix).",
+	"sched_idle_fast":            "Reschedules of the idle task with nothing queued (__schedule(SM_IDLE)): no pick, the idle task stays.",
+	"core_tag_rounds":            "Stress: core-scheduling toggler rounds (every task's cookie taken away, or given back).",
 	"donor_handoffs":             "Mutex hand-offs to the blocked donor that was running the owner (blocked_donor).",
 	"find_proxy_task_calls":      "Calls of find_proxy_task.",
 	"find_proxy_task_retries":    "find_proxy_task calls that resolved no task and forced a re-pick.",
@@ -201,6 +208,8 @@ var counterHelp = map[string]string{
 	"uspin_retries":              "Per-CPU user locks released again because the task had moved to another CPU (schbench's sched_getcpu re-check).",
 	"mutex_fastpath_misses":      "mutex_lock calls whose fast path failed because the lock was owned: contention resolved by spinning or by the slow path.",
 	"sock_locks":                 "lock_sock acquisitions: a socket's sk_lock.owned taken (a spinlock and a flag, not a mutex).",
+	"ipis_taken":                 "IPIs taken by their target CPU (several sent before the target takes them are taken together).",
+	"ipi_lateness_ns":            "Virtual seconds between the sending of an IPI and its taking by the target, summed over proxysim_ipis_taken_total: the clocks' skew as messages between CPUs see it (bounded by proxysim_clock_skew_bound_seconds plus one step).",
 }
 
 // CounterHelp returns the help text of stats counter k's metric. A counter
@@ -270,6 +279,8 @@ type Collector struct {
 	lockSpinsHist    *prometheus.Desc
 	runInfo          *prometheus.Desc
 	shards           *prometheus.Desc
+	skewBound        *prometheus.Desc
+	ipiLateMax       *prometheus.Desc
 
 	cpuSwitches   *prometheus.Desc
 	cpuMigrations *prometheus.Desc
@@ -301,6 +312,8 @@ func NewCollector(o Options) *Collector {
 	c.lockSpinsHist = desc(p+"spinlock_spins_per_acquisition", "Failed tries per contended-path raw spinlock acquisition (0 when the first try succeeded).")
 	c.runInfo = desc(p+"run_info", "Information about the run; the value is always 1.", "workload", "seed", "proxy_exec", "shard")
 	c.shards = desc(p+"shards", "Number of shards of the run this process belongs to.")
+	c.skewBound = desc(p+"clock_skew_bound_seconds", "The run's clock skew bound (--max-skew, at most --epoch), virtual seconds: a latency between events on two CPUs is exact to this, plus one step, per cross-CPU event it spans.")
+	c.ipiLateMax = desc(p+"ipi_lateness_max_seconds", "The longest a taken IPI waited between its sending and its taking, virtual seconds: the largest clock skew a message between CPUs met (above proxysim_clock_skew_bound_seconds only by one step).")
 	if o.PerCPU {
 		c.cpuSwitches = desc(p+"cpu_context_switches_total", "Context switches of one CPU.", "cpu")
 		c.cpuMigrations = desc(p+"cpu_migrations_total", "Task CPU changes counted by one CPU.", "cpu")
@@ -322,7 +335,7 @@ func (c *Collector) all() []*prometheus.Desc {
 	out := []*prometheus.Desc{
 		c.migrations, c.violations, c.simTime, c.events, c.runnable, c.blocked,
 		c.lockAcquisitions, c.lockContended, c.fptSpinsHist, c.chainHist, c.lockSpinsHist,
-		c.runInfo, c.shards,
+		c.runInfo, c.shards, c.skewBound, c.ipiLateMax,
 	}
 	for _, d := range c.counters {
 		if d != nil {
@@ -358,6 +371,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	src := st.src
 	cpus := src.CPUStats()
+	if info.SkewBoundNs > 0 {
+		ch <- prometheus.MustNewConstMetric(c.skewBound, prometheus.GaugeValue, float64(info.SkewBoundNs)/1e9)
+	}
+	var late int64
+	for _, s := range cpus {
+		late = max(late, s.IPILateMax.Load())
+	}
+	ch <- prometheus.MustNewConstMetric(c.ipiLateMax, prometheus.GaugeValue, float64(late)/1e9)
 
 	for k := stats.Counter(0); k < stats.NumCounters; k++ {
 		if c.counters[k] == nil {

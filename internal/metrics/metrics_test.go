@@ -130,7 +130,7 @@ func fixed() *fakeSource {
 	return f
 }
 
-var fixedInfo = RunInfo{Workload: "inversion", Seed: 42, ProxyExec: true, Shard: 1, Shards: 4}
+var fixedInfo = RunInfo{Workload: "inversion", Seed: 42, ProxyExec: true, Shard: 1, Shards: 4, SkewBoundNs: 10_000}
 
 func newTestRegistry(t testing.TB, o Options, src Source) (*Collector, *prometheus.Registry) {
 	t.Helper()
@@ -219,6 +219,9 @@ proxysim_run_info{proxy_exec="true",seed="42",shard="1",workload="inversion"} 1
 # HELP proxysim_shards Number of shards of the run this process belongs to.
 # TYPE proxysim_shards gauge
 proxysim_shards 4
+# HELP proxysim_clock_skew_bound_seconds The run's clock skew bound (--max-skew, at most --epoch), virtual seconds: a latency between events on two CPUs is exact to this, plus one step, per cross-CPU event it spans.
+# TYPE proxysim_clock_skew_bound_seconds gauge
+proxysim_clock_skew_bound_seconds 1e-05
 `
 
 func TestGolden(t *testing.T) {
@@ -228,7 +231,7 @@ func TestGolden(t *testing.T) {
 		"proxysim_ipis_total", "proxysim_sim_time_seconds_total", "proxysim_events_total",
 		"proxysim_runnable_tasks", "proxysim_blocked_tasks", "proxysim_spinlock_contentions_total",
 		"proxysim_proxy_chain_length", "proxysim_find_proxy_task_spins", "proxysim_spinlock_spins_per_acquisition",
-		"proxysim_run_info", "proxysim_shards",
+		"proxysim_run_info", "proxysim_shards", "proxysim_clock_skew_bound_seconds",
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(goldenFixed), names...); err != nil {
 		t.Fatal(err)

@@ -56,7 +56,17 @@ type Mutex struct {
 	// owner word and the wait list (trace.Watch); nil otherwise. Set
 	// before the machine runs, read-only after.
 	Watch *trace.Watch
+	// traced: acquisitions and releases are logged in the tasks' stats
+	// (TaskStats.MarkMutex). Read-only once the machine starts.
+	traced bool
 }
+
+// SetTraced logs the mutex's slow-path acquisitions and its releases in
+// the tasks' stats (a scenario's chain). Only before the machine starts.
+func (m *Mutex) SetTraced() { m.traced = true }
+
+// Traced reports SetTraced.
+func (m *Mutex) Traced() bool { return m.traced }
 
 // New returns an unlocked mutex. resolve maps task ids (>= 1) to tasks.
 func New(id int, name string, resolve func(int) *task.Task) *Mutex {
@@ -76,12 +86,18 @@ func (m *Mutex) WaitLock() *spinlock.Lock { return &m.waitLock }
 // casOwner is atomic_long_try_cmpxchg on the owner word (every writer of
 // the word goes through it, so the explanation replay sees each change).
 func (m *Mutex) casOwner(old, nw uint64) bool {
+	if m.Watch != nil {
+		return m.watchedCAS(old, nw)
+	}
+	return m.owner.CompareAndSwap(old, nw)
+}
+
+//go:noinline
+func (m *Mutex) watchedCAS(old, nw uint64) bool {
 	if !m.owner.CompareAndSwap(old, nw) {
 		return false
 	}
-	if m.Watch != nil {
-		m.Watch.Write(trace.ObjMutex, int32(m.id), trace.FieldOwner, WatchOwner(nw))
-	}
+	m.Watch.Write(trace.ObjMutex, int32(m.id), trace.FieldOwner, WatchOwner(nw))
 	return true
 }
 
@@ -237,7 +253,6 @@ func (m *Mutex) LockSlowStart(c *percpu.Ctx, p *task.Task, st task.State, ctx *t
 	}
 	p.SetBlockedOn(c, m)
 	p.SetState(st) // set_current_state, under wait_lock and blocked_lock
-	p.Exec.WaitStart = c.Now
 	p.Stats.Contended++
 	c.Inc(stats.MutexContentions)
 	c.Emit(trace.EvContend, int32(p.ID), int32(m.id), int32(m.owner.Load()>>3), 0)
@@ -498,11 +513,25 @@ func (m *Mutex) removeWaiter(p *task.Task) {
 	m.first.Store(m.waiters[0])
 }
 
+// ContentionBegin is trace_contention_begin() at the top of
+// __mutex_lock_common: the lock fast path failed, and p's wait (its
+// optimistic spin, then its time on the wait list) starts now.
+func ContentionBegin(c *percpu.Ctx, p *task.Task) {
+	p.Exec.WaitStart = c.Now
+}
+
+// acquired is the slow path's lock_acquired() and trace_contention_end():
+// the wait since ContentionBegin (a spin, a sleep on the wait list, or
+// nothing) is p's mutex wait, as `perf lock contention` measures it;
+// waited says p was queued on the wait list (a contention that ends).
 func (m *Mutex) acquired(c *percpu.Ctx, p *task.Task, waited bool) {
 	c.Inc(stats.MutexAcquires)
 	p.Stats.Acquires++
+	p.Stats.MutexWait.Add(c.Now - p.Exec.WaitStart)
+	if m.traced {
+		p.Stats.MarkMutex(m.id, p.Exec.WaitStart, c.Now)
+	}
 	if waited {
-		p.Stats.MutexWait.Add(c.Now - p.Exec.WaitStart)
 		c.Inc(stats.MutexWaitsDone)
 	}
 	c.Emit(trace.EvLock, int32(p.ID), int32(m.id), 0, 0)

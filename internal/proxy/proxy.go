@@ -124,7 +124,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 		if owner == nil {
 			// The lock is free or being handed over: p may take it.
 			p.ClearBlockedOn(c, nil, true)
-			if p == curr || p.WakeCPUOf() == this {
+			if p == curr || atHome(c, p, this) {
 				// Run p here (its __state is still the sleep state; it
 				// goes round its wait loop).
 				runLink(c, p)
@@ -248,7 +248,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 				goto out
 			}
 			act = actMigrate
-			if c.ProxySingleRQ { // issue 18, --proxy-exec single-rq: upstream does not migrate; proxy_deactivate(rq, donor)
+			if c.ProxySingleRQ { // --proxy-exec single-rq: upstream does not migrate; proxy_deactivate(rq, donor)
 				act = actDeactivateDonor
 			}
 			p.BlockedLock.Unlock(c.CPU)
@@ -333,8 +333,11 @@ func runLink(c *percpu.Ctx, p *task.Task) {
 }
 
 // ReschedIdle is proxy_resched_idle(): make the idle task the donor (and
-// the next task), with need_resched set so that the CPU comes straight
-// back to pick again. Returns rq.Idle.
+// the next task), and set_tsk_need_resched(rq->idle): the flag is the
+// idle task's, so a CPU that switches to idle comes straight back to pick
+// again, while a pick_again that chooses another task leaves it set on
+// the idle task (harmless: the next switch to idle re-picks once).
+// Returns rq.Idle.
 func ReschedIdle(c *percpu.Ctx, r *rq.RQ) *task.Task {
 	r.AssertHeld(c)
 	if d := r.Donor(c); d != r.Idle {
@@ -342,7 +345,7 @@ func ReschedIdle(c *percpu.Ctx, r *rq.RQ) *task.Task {
 		c.Emit(trace.EvReschedIdle, 0, int32(d.ID), 0, 0)
 	}
 	r.SetDonor(c, r.Idle)
-	r.SetNeedResched()
+	r.Idle.SetTskNeedResched()
 	c.Inc(stats.ProxyReschedIdle)
 	return r.Idle
 }
@@ -473,9 +476,21 @@ func reasonFor(i int) trace.MigrateReason {
 	return trace.ReasonChain
 }
 
+// atHome is the reference's "p is at home" test, p->wake_cpu ==
+// task_cpu(p) (cpu is task_cpu(p)), which lets a woken link run where it
+// is queued. wake_cpu is not kept inside the mask: affine_move_task
+// leaves it alone unless it moves the task (the exempt blocked rq->donor,
+// a donor proxy-migrated onto an allowed CPU whose home the new mask
+// excludes, then migrated back there). Finding F13's complete fix also
+// requires the CPU to be allowed (cpus_ptr); --bug donor-affinity-exempt
+// restores the reference's test of wake_cpu alone.
+func atHome(c *percpu.Ctx, p *task.Task, cpu int) bool {
+	return p.WakeCPUOf() == cpu && (p.AllowedOn(cpu) || c.Bug(bugs.DonorAffinityExempt))
+}
+
 // NeedsReturn is proxy_needs_return(), called by ttwu_runnable for an
-// is_blocked p with its pi_lock and the rq lock held. At home (task_cpu
-// == wake_cpu) nothing happens: the caller makes p RUNNING in place.
+// is_blocked p with its pi_lock and the rq lock held. At home (atHome)
+// nothing happens: the caller makes p RUNNING in place.
 // Away from home p's blocked_on is cleared; if it is rq->curr it just
 // goes on running; if it is rq->donor, curr becomes its own donor
 // (proxy_reset_donor); then p is dequeued as a TASK_WAKING sleeper and
@@ -483,7 +498,7 @@ func reasonFor(i int) trace.MigrateReason {
 // it on an allowed CPU.
 func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 	r.AssertHeld(c)
-	if p.CPU() == p.WakeCPUOf() {
+	if atHome(c, p, p.CPU()) {
 		return false
 	}
 	p.BlockedLock.Lock(c.CPU)
@@ -502,14 +517,11 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 		// list.
 		r.DeactivateTask(c, p, rq.DequeueMigrating)
 		p.ContributesToLoad = false
-	} else if c.Bug(bugs.ReturnDelayed) {
-		// Finding F10: the reference's block_task(rq, p, TASK_WAKING), a
-		// sleep dequeue that DELAY_DEQUEUE may keep queued while the
-		// caller goes on to enqueue p elsewhere.
-		r.BlockTask(c, p, task.Waking)
 	} else {
-		// The fix: the return dequeue is never delayed.
-		r.BlockTaskFlags(c, p, task.Waking, rq.DequeueSpecial)
+		// block_task(rq, p, TASK_WAKING): TASK_WAKING is a special
+		// state, so the dequeue is DEQUEUE_SPECIAL and never delayed
+		// (the caller enqueues p elsewhere next).
+		r.BlockTask(c, p, task.Waking)
 	}
 	c.Inc(stats.ReturnMigrations)
 	c.Charge(c.ProxyCosts.Return)
@@ -639,10 +651,13 @@ func ActivateBlockedWaiters(c *percpu.Ctx, mach Machine, target int, owner *task
 }
 
 // doActivateBlockedWaiter is do_activate_blocked_waiter(): under w's
-// pi_lock, put a parked waiter on target's runqueue, unless it has been
-// woken (WAKING: ttwu owns it), is already queued, is still on_cpu
-// somewhere (v18: it was woken, ran, blocked again and is switching out),
-// or has been parked again on some list since its batch was detached.
+// pi_lock, put a parked waiter on target's runqueue, unless it is no
+// longer is_blocked, has been woken (WAKING: ttwu owns it), is already
+// queued, or is still on_cpu somewhere (v18: it was woken, ran, blocked
+// again and is switching out). Then, as C: proxy_set_task_cpu (wake_cpu
+// kept) before the target's lock, the load count taken back, the
+// activation (which unlinks w from any owner it was parked on again
+// since its batch was detached) and resched_curr of the target.
 func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *task.Task) {
 	w.PiLock.Lock(c.CPU)
 	defer w.PiLock.Unlock(c.CPU)
@@ -669,25 +684,25 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *
 	if c.Bug(bugs.LateActivationOnCPU) {
 		// Bug 1 (before v18): a waiter from a stale batch is activated
 		// even if, since it was detached, it was woken, ran and blocked
-		// again (still on_cpu where it ran, or parked anew).
-	} else if w.OnCPU() || w.ReadSleepingOwner() != nil {
-		// Still switching out where it ran, or parked again: whoever
-		// handles it now owns it. Stable here: parking needs w queued,
-		// and w's pi_lock keeps it off every queue.
+		// again and is still on_cpu where it ran.
+	} else if w.OnCPU() {
+		// Still switching out where it ran: that CPU's __schedule owns
+		// it.
 		return
 	}
 	tr := mach.RQ(target)
-	tr.Lock(c)
 	rq.SetTaskCPU(c, w, target, true, trace.ReasonActivation)
+	tr.Lock(c)
 	if w.ContributesToLoad {
 		tr.NrUninterruptible--
 	}
+	tr.UpdateClock(c)
 	tr.ActivateTask(c, w, rq.EnqueueWakeup|rq.EnqueueMigrated)
 	if st == task.Dead {
 		// --bug activate-exited: the reference's tests let it through.
 		c.Warn(check.InvExitedDead, w.ID, w.String(), "do_activate_blocked_waiter on cpu%d: %v has exited (TASK_DEAD, is_blocked from its last __schedule) and is enqueued with no reference held: it was woken, ran and exited after activate_blocked_waiters unlinked it from %v", target, w, owner)
 	}
-	tr.CheckPreemptCurr(c, w)
+	tr.ReschedCurr(c)
 	tr.Unlock(c)
 	c.Inc(stats.BlockedWaiterActivations)
 	c.Charge(c.ProxyCosts.Park)

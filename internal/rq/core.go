@@ -120,14 +120,9 @@ func CoreFlipLocked(c *percpu.Ctx, sibs []*RQ, on bool) {
 	core.Core.ForceidleStart = 0
 	core.Core.fiShadowStart = 0
 	for _, r := range sibs {
-		// The model flips with cookies in place (the kernel's trees are
-		// empty at a flip): core_tree is emptied when core scheduling
-		// goes off, while enqueues stop maintaining it, and refilled
-		// when it comes back on.
-		if on {
-			r.coreTreeRebuild(c)
-		} else {
-			r.coreTreeClear()
+		// sched_core_assert_empty(): no task holds a cookie at a flip.
+		if r.Core.tree != nil {
+			c.Warn(check.InvCoreTree, r.Core.tree.ID, r.Core.tree.String(), "__sched_core_flip(%v): cpu%d's core_tree is not empty (%v is linked): a cookie outlived sched_core_count", on, r.CPU, r.Core.tree)
 		}
 	}
 }
@@ -184,10 +179,18 @@ func (r *RQ) SchedCoreAccountForceidle(c *percpu.Ctx) int64 {
 			// another core's lock, there.
 			p = nil
 		}
+		stale := p != nil
 		if p == nil {
 			p = ri.Curr()
 		}
 		if p == ri.Idle {
+			continue
+		}
+		if stale && p.Freed() {
+			// The kernel holds no reference on core_pick: a pick left
+			// behind (the SM_IDLE fast path does not clear it) may
+			// outlive its task's grace period.
+			c.Warn(check.InvUseAfterFree, p.ID, p.String(), "sched_core_account_forceidle on cpu%d charges %v through cpu%d's core_pick after its last reference was dropped (exited and freed)", r.CPU, p, ri.CPU)
 			continue
 		}
 		running++

@@ -170,39 +170,6 @@ func schedTaskIsThrottled(p *task.Task) bool {
 	return p.SE.Policy.DL() && p.SE.DL.Throttled
 }
 
-// coreTreeRebuild links every queued, non-delayed task with a cookie into
-// an empty core_tree. The model's flip on (CoreFlipLocked): the kernel's
-// trees are empty at a flip (sched_core_assert_empty), because it flips
-// on at the first cookie and off after the last put; the model flips with
-// cookies in place, so it clears the trees when it switches off and
-// refills them here, as the cookie updates that follow a kernel flip on
-// would.
-func (r *RQ) coreTreeRebuild(c *percpu.Ctx) {
-	r.coreTreeClear()
-	for _, q := range [4][]*task.Task{r.dl, r.dlThrottled, r.rt, r.fair} {
-		for _, p := range q {
-			if p.CoreCookie != 0 && !p.SE.Delayed {
-				r.coreTreeAdd(c, p)
-			}
-		}
-	}
-}
-
-// coreTreeClear unlinks every task (the model's flip off).
-func (r *RQ) coreTreeClear() {
-	var clear func(n *task.Task)
-	clear = func(n *task.Task) {
-		if n == nil {
-			return
-		}
-		clear(n.CoreNode.Left)
-		clear(n.CoreNode.Right)
-		n.CoreNode = task.CoreNode{}
-	}
-	clear(r.Core.tree)
-	r.Core.tree = nil
-}
-
 // coreTreeAdd is rb_add(&p->core_node, &rq->core_tree, rb_sched_core_less):
 // walk down from the root, left where p is less than the node, right
 // otherwise (ties go right), link p as a red leaf and rebalance. The key

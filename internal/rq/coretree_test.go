@@ -179,15 +179,28 @@ func TestCoreTreeAudit(t *testing.T) {
 	r.Enqueue(c, a, EnqueueWakeup)
 	r.Unlock(c)
 	sibs := r.Core.Siblings
+	// A flip finds every core_tree empty (sched_core_assert_empty): no
+	// cookie outlives sched_core_count. With A still tagged it WARNs.
+	SchedCoreLock(c, sibs)
+	CoreFlipLocked(c, sibs, false)
+	SchedCoreUnlock(c, sibs)
+	if len(got) != 1 || got[0] != check.InvCoreTree {
+		t.Fatalf("flip with A tagged: warnings %v, want one of invariant 62", got)
+	}
+	got = nil
+	SchedCoreLock(c, sibs)
+	CoreFlipLocked(c, sibs, true)
+	SchedCoreUnlock(c, sibs)
+	got = nil
+	r.Lock(c)
+	r.SchedCoreUpdateCookie(c, a, 0) // prctl: A's cookie goes away
+	r.Unlock(c)
 	for _, on := range []bool{false, true} {
 		SchedCoreLock(c, sibs)
 		CoreFlipLocked(c, sibs, on)
 		SchedCoreUnlock(c, sibs)
-		if bad := r.AuditCoreTree(); bad != "" {
-			t.Fatalf("after flip %v: audit %q", on, bad)
-		}
-		if want := map[bool]string{false: "", true: "A"}[on]; treeNames(r.CoreTree()) != want {
-			t.Fatalf("after flip %v: tree %s, want %q", on, treeNames(r.CoreTree()), want)
+		if bad := r.AuditCoreTree(); bad != "" || len(r.CoreTree()) != 0 {
+			t.Fatalf("after flip %v: tree %s, audit %q", on, treeNames(r.CoreTree()), bad)
 		}
 	}
 	if len(got) != 0 {

@@ -25,7 +25,7 @@ const (
 	EnqueueInitial               // a new task's first enqueue (wake_up_new_task)
 	EnqueueDelayed               // requeue a delayed entity (ttwu_runnable)
 	DequeueDelayed               // the final dequeue of a delayed entity
-	DequeueSpecial               // a special task state (TASK_DEAD): never delayed
+	DequeueSpecial               // a special task state (task.IsSpecialTaskState): never delayed
 	DequeueMove                  // DEQUEUE_MOVE (with SAVE: the task may change queue position)
 	EnqueueReplenish             // the dl_timer (or an immediate refill) gives a throttled DL task a new budget
 )
@@ -76,10 +76,6 @@ type RQ struct {
 	// currPrio is the donor's prio, published at every switch for remote
 	// wakeup placement (cpupri). Written under the rq lock; read without it.
 	currPrio atomic.Int32
-	// needResched is TIF_NEED_RESCHED of this CPU's current task. Set by
-	// anyone holding the rq lock (resched_curr) or by the CPU itself; cleared by
-	// the CPU in __schedule.
-	needResched atomic.Bool
 
 	// Protected by the rq lock.
 	donor       *task.Task   // scheduling context; == curr unless proxying
@@ -335,6 +331,14 @@ func (r *RQ) Holder() int { return r.lockp().Holder() }
 
 // Curr returns rq->curr (READ_ONCE: may be read without the lock).
 func (r *RQ) Curr() *task.Task {
+	if r.Watch != nil {
+		return r.watchedCurr()
+	}
+	return r.curr.Load()
+}
+
+//go:noinline
+func (r *RQ) watchedCurr() *task.Task {
 	p := r.curr.Load()
 	r.watchRead(trace.FieldCurr, task.WatchID(p))
 	return p
@@ -374,9 +378,11 @@ func (r *RQ) PublishPrio(c *percpu.Ctx) {
 func (r *RQ) CurrPrio() int { return int(r.currPrio.Load()) }
 
 // Donor returns rq->donor; the rq lock must be held.
+//
+// Its reads are not watched (rq->donor's writes are): a watch test here
+// would cost the hot path its inlining.
 func (r *RQ) Donor(c *percpu.Ctx) *task.Task {
 	r.AssertHeld(c)
-	r.watchRead(trace.FieldDonor, task.WatchID(r.donor))
 	return r.donor
 }
 
@@ -449,22 +455,22 @@ func (r *RQ) NrRunning() int { return int(atomic.LoadInt32(r.nrRunning)) }
 // IsIdle is idle_cpu(): nothing queued and the idle task executing.
 func (r *RQ) IsIdle() bool { return atomic.LoadInt32(r.nrRunning) == 0 && r.curr.Load() == r.Idle }
 
-// NeedResched reports TIF_NEED_RESCHED.
-func (r *RQ) NeedResched() bool { return r.needResched.Load() }
+// NeedResched is test_tsk_need_resched(rq->curr): TIF_NEED_RESCHED of
+// the task this CPU executes (need_resched() when the CPU asks about
+// itself). The flag is the task's (task.Task.TestTskNeedResched): a
+// switch to another task leaves it behind.
+func (r *RQ) NeedResched() bool { return r.curr.Load().TestTskNeedResched() }
 
-// SetNeedResched sets TIF_NEED_RESCHED on this CPU's current task, from
-// the CPU itself (no IPI needed).
-func (r *RQ) SetNeedResched() { r.needResched.Store(true) }
+// SetNeedResched is resched_curr() by the CPU on its own runqueue:
+// TIF_NEED_RESCHED on rq->curr, no IPI needed.
+func (r *RQ) SetNeedResched() { r.curr.Load().SetTskNeedResched() }
 
-// ClearNeedResched clears TIF_NEED_RESCHED; only the owning CPU does this,
-// in __schedule.
-func (r *RQ) ClearNeedResched() { r.needResched.Store(false) }
-
-// ReschedCurr is resched_curr(): mark the current task for rescheduling
-// and, if this is another CPU, send it an IPI. The rq lock must be held.
+// ReschedCurr is resched_curr(): mark rq->curr for rescheduling and, if
+// this is another CPU, send it an IPI; nothing when curr's flag is set
+// already. The rq lock must be held.
 func (r *RQ) ReschedCurr(c *percpu.Ctx) {
 	r.AssertHeld(c)
-	if r.needResched.Swap(true) {
+	if r.curr.Load().TestAndSetTskNeedResched() {
 		return
 	}
 	if r.CPU != c.ID && r.Kick != nil {
@@ -645,21 +651,16 @@ func (r *RQ) ActivateTask(c *percpu.Ctx, p *task.Task, flags int) {
 // runqueue (on_rq 0 last, __block_task), unless the fair class delays the
 // dequeue (DELAY_DEQUEUE): then p stays queued, on_rq QUEUED and
 // sched_delayed, until a pick dequeues it or a wake-up requeues it. A
-// TASK_UNINTERRUPTIBLE sleep counts in this rq's nr_uninterruptible
-// (sched_contributes_to_load) when p actually leaves; the activation
-// that wakes p takes it back on whatever rq it wakes on, so one rq's
-// count may go negative: only the sum means something. Reports whether p
-// left (false: delayed).
+// special state (is_special_task_state: TASK_DEAD, TASK_WAKING) adds
+// DEQUEUE_SPECIAL, which is never delayed. A TASK_UNINTERRUPTIBLE sleep
+// counts in this rq's nr_uninterruptible (sched_contributes_to_load)
+// when p actually leaves; the activation that wakes p takes it back on
+// whatever rq it wakes on, so one rq's count may go negative: only the
+// sum means something. Reports whether p left (false: delayed).
 func (r *RQ) BlockTask(c *percpu.Ctx, p *task.Task, st task.State) bool {
-	return r.BlockTaskFlags(c, p, st, 0)
-}
-
-// BlockTaskFlags is BlockTask with extra dequeue flags (DequeueSpecial:
-// never delayed).
-func (r *RQ) BlockTaskFlags(c *percpu.Ctx, p *task.Task, st task.State, extra int) bool {
 	p.ContributesToLoad = st.Uninterruptible()
-	flags := DequeueSleep | extra
-	if st == task.Dead {
+	flags := DequeueSleep
+	if task.IsSpecialTaskState(st) {
 		flags |= DequeueSpecial
 	}
 	if !r.Dequeue(c, p, flags) {
@@ -943,9 +944,11 @@ func (r *RQ) checkPreemptWakeupFair(c *percpu.Ctx, p *task.Task) {
 	}
 }
 
-// Tick is the class part of scheduler_tick(): charge, then decide whether
-// the donor's slice is over (tick is the virtual ns between ticks, TICK_NSEC).
-// Returns true if it set need_resched.
+// Tick is the class part of sched_tick(): donor->sched_class->task_tick
+// (tick is the virtual ns between ticks, TICK_NSEC). Only the donor's
+// own class looks: task_tick_idle does nothing, and no class reschedules
+// because a task of a higher class is queued (that is wakeup_preempt's
+// business, at the enqueue). Returns true if it set need_resched.
 func (r *RQ) Tick(c *percpu.Ctx, tick int64) bool {
 	r.AssertHeld(c)
 	resched := r.updateCurr(c, false) && !r.NeedResched()
@@ -954,11 +957,7 @@ func (r *RQ) Tick(c *percpu.Ctx, tick int64) bool {
 	}
 	d := r.donor
 	if d == r.Idle {
-		if atomic.LoadInt32(r.nrRunning) > 0 {
-			r.SetNeedResched()
-			return true
-		}
-		return false
+		return false // task_tick_idle
 	}
 	se := &d.SE
 	switch se.Policy {
@@ -986,10 +985,6 @@ func (r *RQ) Tick(c *percpu.Ctx, tick int64) bool {
 			}
 		}
 		return false
-	}
-	if len(r.rt) > 0 || len(r.dl) > 0 {
-		r.SetNeedResched()
-		return true
 	}
 	if r.CoreEnabled() && !c.Bug(bugs.CoreFINoTick) && r.coreTickForceIdle(se) {
 		r.SetNeedResched()

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"slices"
+
 	"github.com/proxysim/proxysim/internal/stats"
 	"github.com/proxysim/proxysim/internal/task"
 	"github.com/proxysim/proxysim/internal/workload"
@@ -68,6 +70,8 @@ type BenchFigures struct {
 	// Waits (inversion) are the serving groups' mutex waits by
 	// scheduling class, "rt" and "fair".
 	Waits []ClassWaits `json:"waits,omitempty"`
+	// Chain holds the chain benchmark's figures (Summary.Chain).
+	Chain *ChainFigures `json:"chain,omitempty"`
 }
 
 // ClassWaits is the distribution of one scheduling class's mutex waits
@@ -93,11 +97,68 @@ func (b *BenchFigures) Wait(class string) ClassWaits {
 }
 
 func classWaits(class string, h *stats.Hist) ClassWaits {
-	w := ClassWaits{Class: class, N: h.N, MaxNs: h.Max, P90Ns: h.QuantileBound(0.90), P99Ns: h.QuantileBound(0.99)}
-	if h.N > 0 {
-		w.MeanNs = h.Total / int64(h.N)
+	return ClassWaits{Class: class, N: h.N, MeanNs: mean(h), MaxNs: h.Max, P90Ns: h.QuantileBound(0.90), P99Ns: h.QuantileBound(0.99)}
+}
+
+// ChainFigures are a chain of locks' figures (workload.Chain): the
+// waiter group's contended acquisitions of the head mutex (Waits: their
+// number; mean exact, p90 an upper bound like the summary's p99s, max
+// exact) and, for the waits during which the end mutex was released, the
+// unwinding from its last release to the acquisition (Unwinds of them).
+// Every figure spans several CPUs' clocks: exact to the run's clock skew
+// bound per hop.
+type ChainFigures struct {
+	Waiter       string `json:"waiter"`
+	Head         string `json:"head"`
+	End          string `json:"end"`
+	Waits        uint64 `json:"waits"`
+	MeanWaitNs   int64  `json:"mean_wait_ns"`
+	P90WaitNs    int64  `json:"p90_wait_ns"`
+	MaxWaitNs    int64  `json:"max_wait_ns"`
+	Unwinds      uint64 `json:"unwinds"`
+	MeanUnwindNs int64  `json:"mean_unwind_ns"`
+	P90UnwindNs  int64  `json:"p90_unwind_ns"`
+	MaxUnwindNs  int64  `json:"max_unwind_ns"`
+}
+
+// chainFigures matches the waiter group's acquisitions of the chain's head
+// with the releases of its end (every task's, in time order).
+func chainFigures(sc *workload.Scenario, tasks []*task.Task) *ChainFigures {
+	c := sc.Chain
+	if c == nil {
+		return nil
 	}
-	return w
+	f := &ChainFigures{Waiter: sc.Groups[c.Waiter].Name, Head: sc.Mutexes[c.Head], End: sc.Mutexes[c.End]}
+	var releases []int64
+	type acq struct{ start, at int64 }
+	var acqs []acq
+	for _, p := range tasks {
+		if p == nil {
+			continue
+		}
+		for _, mk := range p.Stats.MutexMarks {
+			switch {
+			case int(mk.Mutex) == c.End && mk.Start < 0:
+				releases = append(releases, mk.At)
+			case int(mk.Mutex) == c.Head && mk.Start >= 0 && p.Group == c.Waiter:
+				acqs = append(acqs, acq{mk.Start, mk.At})
+			}
+		}
+	}
+	slices.Sort(releases)
+	var wait, unwind stats.Hist
+	for _, a := range acqs {
+		wait.Add(a.at - a.start)
+		// the last release of the end mutex at or before the acquisition
+		i, _ := slices.BinarySearch(releases, a.at+1)
+		if i > 0 && releases[i-1] >= a.start {
+			unwind.Add(a.at - releases[i-1])
+		}
+	}
+	f.Waits, f.MaxWaitNs, f.P90WaitNs = wait.N, wait.Max, wait.QuantileBound(0.9)
+	f.Unwinds, f.MaxUnwindNs, f.P90UnwindNs = unwind.N, unwind.Max, unwind.QuantileBound(0.9)
+	f.MeanWaitNs, f.MeanUnwindNs = mean(&wait), mean(&unwind)
+	return f
 }
 
 func benchFigures(sc *workload.Scenario, tasks []*task.Task, simTime int64) *BenchFigures {
@@ -127,9 +188,9 @@ func benchFigures(sc *workload.Scenario, tasks []*task.Task, simTime int64) *Ben
 			userWake.Merge(&p.Stats.UserWake)
 			req.Merge(&p.Stats.ReqLatency)
 			if p.RT() {
-				rtWait.Merge(&p.Stats.ContendedWait)
+				rtWait.Merge(&p.Stats.MutexWait)
 			} else {
-				fairWait.Merge(&p.Stats.ContendedWait)
+				fairWait.Merge(&p.Stats.MutexWait)
 				fairReqs += p.Stats.Requests
 			}
 		}

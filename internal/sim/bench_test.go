@@ -51,7 +51,7 @@ func BenchmarkSwitchRate(b *testing.B) {
 // BenchmarkEventCost reports the wall cost of one simulated event (and of
 // one context switch) at 32 to 1024 CPUs on the default workload with
 // proxy execution on, to check that the per-event cost stays flat as
-// the machine grows (issue 13: within 1.5x from 32 to 1024). Each size
+// the machine grows (within 1.5x from 32 to 1024). Each size
 // simulates at least 25.6 CPU-seconds (32 CPUs 800 ms, 64 CPUs 400 ms,
 // 256 and 1024 CPUs 100 ms), so that the small machines run long enough
 // (100 ms at 32 CPUs is 50 ms of wall time, mostly the start) to be

@@ -136,6 +136,13 @@ func HuntSetup(o *Options) {
 	}
 	if need&bugs.NeedCoreFlips != 0 && o.CoreToggleInterval == 0 {
 		o.CoreToggleInterval = 5 * time.Millisecond // flips four times as often as stress's default
+		if o.Bugs.Has(bugs.CoreFlipRepick) || o.Bugs.Has(bugs.CoreFlipStalePick) {
+			// F7's and F8's windows need many switches: with the
+			// toggler's rounds of cookie changes between them
+			// (core_task_seq bumped on every core they touch), 5 ms
+			// rounds took 16-35 s at 64 CPUs, 1 ms rounds 0.1-15 s.
+			o.CoreToggleInterval = time.Millisecond
+		}
 	}
 	if o.Bugs.Has(bugs.ProxyMigrateOffline) {
 		// F12 needs a throttled DL owner alone on a CPU when it goes

@@ -108,6 +108,18 @@ func WritePreamble(path string, seed uint64, cmdline string) error {
 	})
 }
 
+// FormatSkew says how exact a run's cross-CPU latencies are: the clock skew
+// bound they were measured with and the largest lateness a message between
+// CPUs met, flagged when it exceeded the bound (a step that overshot its
+// window).
+func FormatSkew(bound, observed int64) string {
+	s := fmt.Sprintf("skew bound %s (cross-CPU events taken at most this late, plus one step); largest IPI lateness %s", fmtNs(bound), fmtNs(observed))
+	if observed > bound {
+		s += " (over the bound)"
+	}
+	return s
+}
+
 // FormatSummary prints the human summary.
 func FormatSummary(w io.Writer, s *Summary) {
 	level := onOff(s.ProxyExec)
@@ -122,6 +134,7 @@ func FormatSummary(w io.Writer, s *Summary) {
 		fmt.Fprintf(w, "  sched features: %s\n", s.SchedFeatures)
 	}
 	fmt.Fprintf(w, "  virtual time      %s\n", fmtNs(s.SimTimeNs))
+	fmt.Fprintf(w, "  clocks            %s\n", FormatSkew(s.ClockSkewBoundNs, s.MaxIPILatenessNs))
 	fmt.Fprintf(w, "  wall time         %s\n", fmtNs(s.WallTimeNs))
 	fmt.Fprintf(w, "  context switches  %d (%.0f per wall second)\n", s.ContextSwitches, s.SwitchesPerWallSecond)
 	fmt.Fprintf(w, "  wakeups           %d\n", s.Wakeups)
@@ -160,12 +173,17 @@ func FormatSummary(w io.Writer, s *Summary) {
 		}
 		fmt.Fprintf(w, " %d requests (%.0f/s), wake-up p99 %s, request p99 %s\n", b.Requests, b.RequestsPerSec, FormatBound(b.P99WakeupLatencyNs), FormatBound(b.P99RequestLatencyNs))
 	}
-	fmt.Fprintf(w, "  groups (p99: the top of its histogram bucket, so \"<=\"):\n")
-	fmt.Fprintf(w, "    %-10s %5s  %-10s  %-12s %-10s  %-12s %s\n", "GROUP", "TASKS", "RUNTIME", "WAIT P99", "WAIT MAX", "WAKEUP P99", "WAKEUP MAX")
+	if c := s.Chain; c != nil {
+		fmt.Fprintf(w, "  chain             %s waits for %s: %d, mean %s, p90 %s, max %s; unwinding from %s's release: %d, mean %s, p90 %s, max %s\n",
+			c.Waiter, c.Head, c.Waits, fmtNs(c.MeanWaitNs), FormatBound(c.P90WaitNs), fmtNs(c.MaxWaitNs),
+			c.End, c.Unwinds, fmtNs(c.MeanUnwindNs), FormatBound(c.P90UnwindNs), fmtNs(c.MaxUnwindNs))
+	}
+	fmt.Fprintf(w, "  groups (mutex waits and wake-up latencies, exact to the clock skew bound; p90, p99: the top of a histogram bucket, so \"<=\"):\n")
+	fmt.Fprintf(w, "    %-10s %5s  %-10s  %-10s %-12s %-12s %-10s  %-12s %s\n", "GROUP", "TASKS", "RUNTIME", "WAIT MEAN", "WAIT P90", "WAIT P99", "WAIT MAX", "WAKEUP P99", "WAKEUP MAX")
 	for _, name := range sortedKeys(s.Groups) {
 		g := s.Groups[name]
-		fmt.Fprintf(w, "    %-10s %5d  %-10s  %-12s %-10s  %-12s %s\n", name, g.Tasks, fmtNs(g.RuntimeNs),
-			FormatBound(g.P99MutexWaitNs), fmtNs(g.MaxMutexWaitNs), FormatBound(g.P99WakeupLatencyNs), fmtNs(g.MaxWakeupLatencyNs))
+		fmt.Fprintf(w, "    %-10s %5d  %-10s  %-10s %-12s %-12s %-10s  %-12s %s\n", name, g.Tasks, fmtNs(g.RuntimeNs), fmtNs(g.MeanMutexWaitNs),
+			FormatBound(g.P90MutexWaitNs), FormatBound(g.P99MutexWaitNs), fmtNs(g.MaxMutexWaitNs), FormatBound(g.P99WakeupLatencyNs), fmtNs(g.MaxWakeupLatencyNs))
 	}
 	if s.StopReason != "" {
 		fmt.Fprintf(w, "  stopped: %s\n", s.StopReason)

@@ -14,8 +14,9 @@ import (
 // trying the seeds one by one.
 func TestShrinkWorkersSameAnswer(t *testing.T) {
 	o := Defaults()
-	o.CPUs, o.Workload, o.Seed, o.SimTime = 4, "stress", 3, 200*time.Millisecond
+	o.CPUs, o.Workload, o.Seed, o.SimTime = 4, "stress", 5, 200*time.Millisecond
 	o.Deterministic, o.Strategy = true, "random"
+	o.MaxSkew = time.Millisecond // the hunting commands' skew bound, as a report to shrink has it
 	set, err := bugs.Parse([]string{"owner-mid-return"})
 	if err != nil {
 		t.Fatal(err)

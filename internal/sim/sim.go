@@ -74,7 +74,11 @@ type Options struct {
 	SchedFeatures []string
 	Tick          time.Duration
 	Epoch         time.Duration
-	AuditEvery    int
+	// MaxSkew bounds the CPUs' clock skew (cpu.Config.MaxSkew; 0: the
+	// default, 10us): a message between CPUs is taken at most this much
+	// after it was sent, plus one step.
+	MaxSkew    time.Duration
+	AuditEvery int
 	// KeepGoing records violations without stopping the run (run
 	// --keep-going: measuring a workload under a known pathology).
 	KeepGoing   bool
@@ -142,7 +146,7 @@ func Defaults() Options {
 	d := cpu.DefaultConfig()
 	return Options{
 		CPUs: d.CPUs, Workload: "mixed", SimTime: time.Duration(d.SimTime), Proxy: true, SleepingOwners: true,
-		Tick: time.Duration(d.Tick), Epoch: time.Duration(d.Epoch), AuditEvery: d.AuditEvery, RingSize: d.RingSize,
+		Tick: time.Duration(d.Tick), Epoch: time.Duration(d.Epoch), MaxSkew: time.Duration(d.MaxSkew), AuditEvery: d.AuditEvery, RingSize: d.RingSize,
 		HangTimeout: d.HangTimeout, WakingBound: time.Duration(d.WakingBound),
 		NewidleCost: time.Duration(d.NewidleCost), NewidleCPUCost: time.Duration(d.NewidleCPUCost),
 		NewidleTaskCost: time.Duration(d.NewidleTaskCost),
@@ -257,6 +261,9 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	}
 	cfg.Tick = int64(o.Tick)
 	cfg.Epoch = int64(o.Epoch)
+	if o.MaxSkew > 0 {
+		cfg.MaxSkew = int64(o.MaxSkew)
+	}
 	cfg.SimTime = int64(o.SimTime)
 	cfg.Proxy = o.Proxy
 	cfg.SleepingOwners = o.SleepingOwners
@@ -371,6 +378,10 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 	run.Machine = m
 	for _, name := range sc.Mutexes {
 		m.AddMutex(name)
+	}
+	if c := sc.Chain; c != nil {
+		m.Mutexes()[c.Head].SetTraced()
+		m.Mutexes()[c.End].SetTraced()
 	}
 	for _, w := range sc.WW {
 		k := m.AddWWClass(w.Name, w.WaitDie)
@@ -569,29 +580,60 @@ func (r *Run) Execute() *Summary {
 
 // GroupSummary holds per-group latency and runtime figures.
 type GroupSummary struct {
-	Tasks              int    `json:"tasks"`
-	RuntimeNs          int64  `json:"runtime_ns"`
-	DonatedNs          int64  `json:"donated_ns"`
-	MutexAcquires      uint64 `json:"mutex_acquires"`
+	Tasks         int    `json:"tasks"`
+	RuntimeNs     int64  `json:"runtime_ns"`
+	DonatedNs     int64  `json:"donated_ns"`
+	MutexAcquires uint64 `json:"mutex_acquires"`
+	// MutexWaits counts the contended acquisitions (the fast path failed:
+	// a spin, a sleep on the wait list, or both, from the kernel's
+	// contention_begin to contention_end); MeanMutexWaitNs is their mean
+	// wait (exact), P90 and P99 upper bounds like P99MutexWaitNs.
+	MutexWaits         uint64 `json:"mutex_waits"`
+	MeanMutexWaitNs    int64  `json:"mean_mutex_wait_ns"`
+	P90MutexWaitNs     int64  `json:"p90_mutex_wait_ns"`
 	MaxMutexWaitNs     int64  `json:"max_mutex_wait_ns"`
 	P99MutexWaitNs     int64  `json:"p99_mutex_wait_ns"` // an upper bound: the top of the histogram bucket holding the p99 (buckets ~12% wide), capped at the max
 	MaxWakeupLatencyNs int64  `json:"max_wakeup_latency_ns"`
 	P99WakeupLatencyNs int64  `json:"p99_wakeup_latency_ns"` // an upper bound, like P99MutexWaitNs
+	// MeanWakeupLatencyNs is the mean wake-up latency (try_to_wake_up to
+	// running); MeanRequestLatencyNs and MaxRequestLatencyNs are the
+	// groups' request latencies (a complete() to the task's next wait,
+	// as the benchmarks' figures).
+	MeanWakeupLatencyNs  int64 `json:"mean_wakeup_latency_ns"`
+	MeanRequestLatencyNs int64 `json:"mean_request_latency_ns"`
+	MaxRequestLatencyNs  int64 `json:"max_request_latency_ns"`
+}
+
+// mean is a histogram's exact mean (0 when empty).
+func mean(h *stats.Hist) int64 {
+	if h.N == 0 {
+		return 0
+	}
+	return h.Total / int64(h.N)
 }
 
 // Summary is what `proxysim run` prints.
 type Summary struct {
-	Seed                  uint64                  `json:"seed"`
-	CPUs                  int                     `json:"cpus"`
-	Topology              string                  `json:"topology"`
-	Tasks                 int                     `json:"tasks"`
-	Workload              string                  `json:"workload"`
-	ProxyExec             bool                    `json:"proxy_exec"`
-	ProxyLevel            string                  `json:"proxy_level"`              // off, single-rq or full
-	CoreSched             string                  `json:"core_sched,omitempty"`     // core scheduling: 5.14 or v3 (absent: off)
-	SchedFeatures         string                  `json:"sched_features,omitempty"` // the fair class's features when not the kernel's defaults (the features file's format)
-	Bugs                  []string                `json:"bugs"`
-	SimTimeNs             int64                   `json:"sim_time_ns"`
+	Seed          uint64   `json:"seed"`
+	CPUs          int      `json:"cpus"`
+	Topology      string   `json:"topology"`
+	Tasks         int      `json:"tasks"`
+	Workload      string   `json:"workload"`
+	ProxyExec     bool     `json:"proxy_exec"`
+	ProxyLevel    string   `json:"proxy_level"`              // off, single-rq or full
+	CoreSched     string   `json:"core_sched,omitempty"`     // core scheduling: 5.14 or v3 (absent: off)
+	SchedFeatures string   `json:"sched_features,omitempty"` // the fair class's features when not the kernel's defaults (the features file's format)
+	Bugs          []string `json:"bugs"`
+	SimTimeNs     int64    `json:"sim_time_ns"`
+	// ClockSkewBoundNs is the clock skew bound the run was measured with
+	// (--max-skew, at most --epoch): every latency figure of the summary
+	// measures a time between events on two CPUs whose clocks may differ
+	// by up to this, plus one step. MaxIPILatenessNs is the largest skew
+	// a message between CPUs met (the time from an IPI's sending to its
+	// taking); Windows counts the barrier's windows.
+	ClockSkewBoundNs      int64                   `json:"clock_skew_bound_ns"`
+	MaxIPILatenessNs      int64                   `json:"max_ipi_lateness_ns"`
+	Windows               uint64                  `json:"windows"`
 	WallTimeNs            int64                   `json:"wall_time_ns"`
 	ContextSwitches       uint64                  `json:"context_switches"`
 	Wakeups               uint64                  `json:"wakeups"`
@@ -617,6 +659,9 @@ type Summary struct {
 	KnownDefect string `json:"known_defect,omitempty"`
 	// Bench holds a benchmark workload's figures of merit (nil for others).
 	Bench *BenchFigures `json:"bench,omitempty"`
+	// Chain holds the figures of a scenario's chain of locks (nil for a
+	// scenario without one).
+	Chain *ChainFigures `json:"chain,omitempty"`
 }
 
 // Summarize reads the stopped machine.
@@ -655,10 +700,12 @@ func (r *Run) Summarize() *Summary {
 			s.KnownDefect = fmt.Sprintf("%s. Fixed in v%d (--shared-runq-hooks v%d%s)", what, fixed, fixed, dflt)
 		}
 	}
+	s.ClockSkewBoundNs = m.SkewBound()
 	for i := 0; i < m.NumCPUs(); i++ {
 		if t := m.Stats[i].SimTime.Load(); t > s.SimTimeNs {
 			s.SimTimeNs = t
 		}
+		s.MaxIPILatenessNs = max(s.MaxIPILatenessNs, m.Stats[i].IPILateMax.Load())
 	}
 	for k := stats.Counter(0); k < stats.NumCounters; k++ {
 		s.Counters[stats.CounterNames[k]] = stats.Sum(m.Stats, k)
@@ -698,9 +745,10 @@ func (r *Run) Summarize() *Summary {
 		// CPUs are still running: reading tasks would race.
 		return s
 	}
+	s.Windows = m.Windows()
 	type acc struct {
-		g         GroupSummary
-		wait, lat stats.Hist
+		g              GroupSummary
+		wait, lat, req stats.Hist
 	}
 	accs := make([]acc, len(r.Scenario.Groups))
 	// Tasks count the slots (the machine's tasks at the end); the figures
@@ -721,16 +769,30 @@ func (r *Run) Summarize() *Summary {
 		a.g.MutexAcquires += p.Stats.Acquires
 		a.wait.Merge(&p.Stats.MutexWait)
 		a.lat.Merge(&p.Stats.WakeLatency)
+		a.req.Merge(&p.Stats.ReqLatency)
 	}
 	for i, g := range r.Scenario.Groups {
 		a := &accs[i]
+		a.g.MutexWaits = a.wait.N
+		a.g.MeanMutexWaitNs = mean(&a.wait)
+		a.g.MeanWakeupLatencyNs = mean(&a.lat)
+		a.g.MeanRequestLatencyNs, a.g.MaxRequestLatencyNs = mean(&a.req), a.req.Max
+		a.g.P90MutexWaitNs = a.wait.QuantileBound(0.90)
 		a.g.MaxMutexWaitNs = a.wait.Max
 		a.g.P99MutexWaitNs = a.wait.QuantileBound(0.99)
 		a.g.MaxWakeupLatencyNs = a.lat.Max
 		a.g.P99WakeupLatencyNs = a.lat.QuantileBound(0.99)
 		s.Groups[g.Name] = a.g
 	}
+	s.Chain = chainFigures(r.Scenario, all)
 	s.Bench = benchFigures(r.Scenario, all, s.SimTimeNs)
+	if s.Bench != nil && s.Bench.Kind == workload.MeritChain && s.Chain != nil {
+		// The operations are the waiter's contended acquisitions.
+		s.Bench.Chain, s.Bench.Requests = s.Chain, s.Chain.Waits
+		if s.SimTimeNs > 0 {
+			s.Bench.RequestsPerSec = float64(s.Chain.Waits) / (float64(s.SimTimeNs) / 1e9)
+		}
+	}
 	for _, e := range m.Dep.Edges() {
 		s.LockOrderEdges = append(s.LockOrderEdges, e[0].String()+" -> "+e[1].String())
 	}

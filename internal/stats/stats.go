@@ -151,7 +151,11 @@ const (
 	// lock was owned): contention, whether a spin or the slow path
 	// resolved it (mutex_contentions counts the waiters queued).
 	MutexFastMisses
-	SockLocks // lock_sock acquisitions (sk_lock.owned taken)
+	SockLocks     // lock_sock acquisitions (sk_lock.owned taken)
+	IPIsTaken     // IPIs taken by their target (sendings that found IPIs already pending are taken together)
+	IPILatenessNs // virtual ns between an IPI's sending and its taking, summed (the clocks' skew as messages see it)
+	SchedIdleFast // __schedule(SM_IDLE) with nothing queued: the idle task stays, no pick_next_task
+	CoreTagRounds // stress: core-scheduling toggler rounds (every cookie taken away, or given back)
 	NumCounters
 )
 
@@ -189,6 +193,8 @@ var CounterNames = [NumCounters]string{
 	"wait_queue_sleeps", "wait_queue_wakes", "pipe_full", "pipe_empty", "sndbuf_waits", "sock_empty",
 	"sock_lock_waits", "sock_backlog", "futex_waits", "futex_wakes", "uspin_turns", "uspin_retries",
 	"mutex_fastpath_misses", "sock_locks",
+	"ipis_taken", "ipi_lateness_ns",
+	"sched_idle_fast", "core_tag_rounds",
 }
 
 // HistBuckets is the number of buckets of a CPU histogram: bucket i counts
@@ -213,6 +219,9 @@ type CPU struct {
 	HSum [NumCPUHists]atomic.Uint64
 	// SimTime is this CPU's virtual clock, published for scrapes.
 	SimTime atomic.Int64
+	// IPILateMax is the longest lateness of an IPI taken by this CPU
+	// (IPITaken), in virtual ns.
+	IPILateMax atomic.Int64
 	// MigrateBy counts task_cpu changes by reason (trace.MigrateReason):
 	// the one source of every per-kind migration figure.
 	MigrateBy [MaxReasons]atomic.Uint64
@@ -229,6 +238,15 @@ func (s *CPU) Inc(k Counter) { Bump(&s.C[k], 1) }
 
 // Add adds n to counter k.
 func (s *CPU) Add(k Counter, n uint64) { Bump(&s.C[k], n) }
+
+// IPITaken records an IPI taken late virtual ns after it was sent.
+func (s *CPU) IPITaken(late int64) {
+	s.Inc(IPIsTaken)
+	s.Add(IPILatenessNs, uint64(late))
+	if late > s.IPILateMax.Load() {
+		s.IPILateMax.Store(late)
+	}
+}
 
 // Observe records v in histogram h.
 func (s *CPU) Observe(h CPUHist, v uint64) {

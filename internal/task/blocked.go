@@ -46,7 +46,9 @@ func (p *Task) SetBlockedOn(c *percpu.Ctx, m Lock) {
 // fix. IsBlockedOnPlain is the reference kernel's plain read.
 func (p *Task) IsBlockedOnOnce() bool {
 	v := p.blockedOnOnce.Load()
-	p.WatchRead(trace.FieldBlockedOn, b2i(v))
+	if p.Watch != nil {
+		p.WatchRead(trace.FieldBlockedOn, b2i(v))
+	}
 	return v
 }
 
@@ -94,7 +96,9 @@ func (p *Task) ClearBlockedOn(c *percpu.Ctx, m Lock, traced bool) {
 // IsBlocked returns p->is_blocked. The caller holds the rq lock of
 // task_cpu(p), or is p (current).
 func (p *Task) IsBlocked() bool {
-	p.WatchRead(trace.FieldIsBlocked, p.isBlocked)
+	if p.Watch != nil {
+		p.WatchRead(trace.FieldIsBlocked, p.isBlocked)
+	}
 	return p.isBlocked != 0
 }
 
@@ -103,6 +107,14 @@ func (p *Task) IsBlocked() bool {
 // F4's fix. The kernel's plain read is IsBlocked (--bug
 // is-blocked-plain-read), which the race detector reports.
 func (p *Task) IsBlockedOnce() bool {
+	if p.Watch != nil {
+		return p.watchedIsBlockedOnce()
+	}
+	return p.isBlockedOnce.Load()
+}
+
+//go:noinline
+func (p *Task) watchedIsBlockedOnce() bool {
 	v := p.isBlockedOnce.Load()
 	p.WatchRead(trace.FieldIsBlocked, b2i(v))
 	return v

@@ -52,6 +52,15 @@ func (s State) Matches(mask StateMask) bool {
 	return false
 }
 
+// IsSpecialTaskState is is_special_task_state(): the states that do not
+// use the normal wait-loop pattern, which block_task dequeues with
+// DEQUEUE_SPECIAL (never delayed). The kernel's set is __TASK_STOPPED,
+// __TASK_TRACED, TASK_PARKED, TASK_DEAD, TASK_WAKING and TASK_FROZEN
+// (include/linux/sched.h); of those the model has TASK_DEAD and
+// TASK_WAKING. TASK_WAKING makes proxy_needs_return's
+// block_task(rq, p, TASK_WAKING) a special dequeue.
+func IsSpecialTaskState(s State) bool { return s == Dead || s == Waking }
+
 // Uninterruptible reports whether s has TASK_UNINTERRUPTIBLE set
 // (UNINTERRUPTIBLE or KILLABLE): such a sleep counts in nr_uninterruptible.
 func (s State) Uninterruptible() bool { return s == Uninterruptible || s == Killable }
@@ -242,6 +251,17 @@ type Task struct {
 	onRQ  atomic.Int32 // on_rq: written under the rq lock of task_cpu
 	onCPU atomic.Int32 // on_cpu: 1 from switch-in until switch-out has finished
 	cpu   atomic.Int32 // task_cpu: written under the rq lock (and PiLock on wake)
+	// needResched is TIF_NEED_RESCHED in the task's thread_info flags:
+	// set on rq->curr by resched_curr and on rq->idle by
+	// proxy_resched_idle's set_tsk_need_resched, both under the task's
+	// rq lock; cleared for prev by __schedule (clear_tsk_need_resched,
+	// rq lock held); tested without a lock by the task itself
+	// (need_resched()) and by other CPUs (test_tsk_need_resched(rq->curr)).
+	// Atomic bit operations on thread_info->flags in the kernel. The flag
+	// belongs to the task, not the CPU: a flag left set on a task that
+	// is switched out (the idle task after proxy_resched_idle, a prev
+	// that left through keep_resched) is still set when it next runs.
+	needResched atomic.Bool
 
 	// PiLock serialises wakeups of this task.
 	PiLock spinlock.Lock
@@ -271,6 +291,11 @@ type Task struct {
 	// SRQ is p->shared_runq_node (SHARED_RUNQ): the shard it is linked on.
 	SRQ            SRQNode
 	MigrationReady bool // protected by the rq lock: affinity moved away from a running task; move it when it switches out
+	// MigrationDest is affine_move_task's pending->arg.dest_cpu: where
+	// the stopper moves the task (or points its wake_cpu, if it is no
+	// longer queued by then). Set under pi_lock by every affinity change
+	// (a later one updates a pending move, as the kernel's does).
+	MigrationDest int
 	// StopFailed (rq lock): the stopper could not move the task off a CPU
 	// its mask no longer allows, because the destination went inactive
 	// meanwhile (migration_cpu_stop's "XXX __migrate_task() can fail ...
@@ -421,7 +446,7 @@ type Task struct {
 
 // TaskStats holds per-task latency statistics.
 type TaskStats struct {
-	MutexWait   stats.Hist // time from the first failed try to acquisition
+	MutexWait   stats.Hist // slow-path acquisitions: time from the failed fast path (contention_begin: spin, then wait list) to acquisition (contention_end)
 	WakeLatency stats.Hist // time from a full wakeup to first running
 	Acquires    uint64
 	Contended   uint64
@@ -443,10 +468,28 @@ type TaskStats struct {
 	// user space (schbench: from the waker's timestamp before its
 	// FUTEX_WAKE to the sleeper's after FUTEX_WAIT returns).
 	UserWake stats.Hist
-	// ContendedWait is, per contended mutex_lock, the time from the fast
-	// path's failure to the acquisition, whether a spin or the slow path
-	// got the lock (MutexWait covers the slow path's part).
-	ContendedWait stats.Hist
+	// MutexMarks log the task's slow-path acquisitions and its releases
+	// of the mutexes a scenario traces (a chain's head and end: the
+	// unwinding is measured from them), up to MaxMutexMarks.
+	MutexMarks []MutexMark
+}
+
+// MaxMutexMarks bounds TaskStats.MutexMarks.
+const MaxMutexMarks = 1 << 16
+
+// MutexMark is one acquisition (Start: when its wait began) or release
+// (Start < 0) of a traced mutex, at virtual time At.
+type MutexMark struct {
+	Mutex     int32
+	Start, At int64
+}
+
+// MarkMutex logs an acquisition (start >= 0) or a release (start < 0) of
+// traced mutex id at time at.
+func (s *TaskStats) MarkMutex(id int, start, at int64) {
+	if len(s.MutexMarks) < MaxMutexMarks {
+		s.MutexMarks = append(s.MutexMarks, MutexMark{int32(id), start, at})
+	}
 }
 
 // MaxCompAt bounds Task.CompAt.
@@ -473,9 +516,6 @@ type ExecState struct {
 	WW *WWCtx
 	// Sys is the state of the system call the program is in (OpSys).
 	Sys SysState
-	// MissStart is when the current mutex_lock's fast path failed (0:
-	// it did not, or the lock was taken).
-	MissStart int64
 }
 
 // RRTimeslice is sched_rr_timeslice (RR_TIMESLICE, 100 ms) in virtual ns.
@@ -630,8 +670,12 @@ func (p *Task) String() string {
 
 // WatchRead and WatchWrite record a read or a write of field f of p, of
 // value v, for an explanation replay (trace.Watch); nothing when no watch
-// runs. The accessors below call them; code that touches a watched field
-// directly (a list) calls them itself.
+// runs. Code that touches a watched field directly (a list) calls them
+// itself. The accessors below test p.Watch first and call out of line
+// only when a watch runs (watched*), so that they stay small enough for
+// the compiler to inline on the hot path.
+//
+//go:noinline
 func (p *Task) WatchRead(f trace.Field, v int64) {
 	if p.Watch != nil {
 		p.Watch.Read(trace.ObjTask, int32(p.ID), f, v)
@@ -639,6 +683,8 @@ func (p *Task) WatchRead(f trace.Field, v int64) {
 }
 
 // WatchWrite: see WatchRead.
+//
+//go:noinline
 func (p *Task) WatchWrite(f trace.Field, v int64) {
 	if p.Watch != nil {
 		p.Watch.Write(trace.ObjTask, int32(p.ID), f, v)
@@ -655,6 +701,14 @@ func WatchID(p *Task) int64 {
 
 // State returns __state (READ_ONCE).
 func (p *Task) State() State {
+	if p.Watch != nil {
+		return p.watchedState()
+	}
+	return State(p.state.Load())
+}
+
+//go:noinline
+func (p *Task) watchedState() State {
 	s := State(p.state.Load())
 	p.WatchRead(trace.FieldState, int64(s))
 	return s
@@ -663,11 +717,21 @@ func (p *Task) State() State {
 // SetState sets __state (WRITE_ONCE / set_current_state).
 func (p *Task) SetState(s State) {
 	p.state.Store(int32(s))
-	p.WatchWrite(trace.FieldState, int64(s))
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldState, int64(s))
+	}
 }
 
 // OnRQ returns on_rq (READ_ONCE).
 func (p *Task) OnRQ() int32 {
+	if p.Watch != nil {
+		return p.watchedOnRQ()
+	}
+	return p.onRQ.Load()
+}
+
+//go:noinline
+func (p *Task) watchedOnRQ() int32 {
 	v := p.onRQ.Load()
 	p.WatchRead(trace.FieldOnRQ, int64(v))
 	return v
@@ -676,7 +740,9 @@ func (p *Task) OnRQ() int32 {
 // SetOnRQ sets on_rq; the caller holds the rq lock of task_cpu(p).
 func (p *Task) SetOnRQ(v int32) {
 	p.onRQ.Store(v)
-	p.WatchWrite(trace.FieldOnRQ, int64(v))
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldOnRQ, int64(v))
+	}
 }
 
 // Queued is task_on_rq_queued.
@@ -687,6 +753,14 @@ func (p *Task) Migrating() bool { return p.OnRQ() == OnRQMigrating }
 
 // OnCPU returns on_cpu (smp_load_acquire).
 func (p *Task) OnCPU() bool {
+	if p.Watch != nil {
+		return p.watchedOnCPU()
+	}
+	return p.onCPU.Load() != 0
+}
+
+//go:noinline
+func (p *Task) watchedOnCPU() bool {
 	v := p.onCPU.Load()
 	p.WatchRead(trace.FieldOnCPU, int64(v))
 	return v != 0
@@ -694,6 +768,19 @@ func (p *Task) OnCPU() bool {
 
 // SetOnCPU sets on_cpu (smp_store_release when clearing).
 func (p *Task) SetOnCPU(on bool) {
+	if p.Watch != nil {
+		p.watchedSetOnCPU(on)
+		return
+	}
+	if on {
+		p.onCPU.Store(1)
+	} else {
+		p.onCPU.Store(0)
+	}
+}
+
+//go:noinline
+func (p *Task) watchedSetOnCPU(on bool) {
 	v := int32(0)
 	if on {
 		v = 1
@@ -702,8 +789,58 @@ func (p *Task) SetOnCPU(on bool) {
 	p.WatchWrite(trace.FieldOnCPU, int64(v))
 }
 
+// TestTskNeedResched is test_tsk_need_resched(p); need_resched() is
+// this on current.
+func (p *Task) TestTskNeedResched() bool {
+	if p.Watch != nil {
+		return p.watchedNeedResched()
+	}
+	return p.needResched.Load()
+}
+
+//go:noinline
+func (p *Task) watchedNeedResched() bool {
+	v := p.needResched.Load()
+	p.WatchRead(trace.FieldNeedResched, b2i(v))
+	return v
+}
+
+// SetTskNeedResched is set_tsk_need_resched(p).
+func (p *Task) SetTskNeedResched() {
+	p.needResched.Store(true)
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldNeedResched, 1)
+	}
+}
+
+// TestAndSetTskNeedResched sets TIF_NEED_RESCHED and reports whether it
+// was set already (__resched_curr's test, then set, under the rq lock).
+func (p *Task) TestAndSetTskNeedResched() bool {
+	old := p.needResched.Swap(true)
+	if p.Watch != nil && !old {
+		p.WatchWrite(trace.FieldNeedResched, 1)
+	}
+	return old
+}
+
+// ClearTskNeedResched is clear_tsk_need_resched(p).
+func (p *Task) ClearTskNeedResched() {
+	if p.Watch != nil && p.needResched.Load() {
+		p.WatchWrite(trace.FieldNeedResched, 0)
+	}
+	p.needResched.Store(false)
+}
+
 // CPU is task_cpu(p).
 func (p *Task) CPU() int {
+	if p.Watch != nil {
+		return p.watchedCPU()
+	}
+	return int(p.cpu.Load())
+}
+
+//go:noinline
+func (p *Task) watchedCPU() int {
 	v := int(p.cpu.Load())
 	p.WatchRead(trace.FieldCPU, int64(v))
 	return v
@@ -714,19 +851,25 @@ func (p *Task) CPU() int {
 // WAKING).
 func (p *Task) SetCPU(cpu int) {
 	p.cpu.Store(int32(cpu))
-	p.WatchWrite(trace.FieldCPU, int64(cpu))
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldCPU, int64(cpu))
+	}
 }
 
 // WakeCPUOf reads p->wake_cpu (see WakeCPU for its locking).
 func (p *Task) WakeCPUOf() int {
-	p.WatchRead(trace.FieldWakeCPU, int64(p.WakeCPU))
+	if p.Watch != nil {
+		p.WatchRead(trace.FieldWakeCPU, int64(p.WakeCPU))
+	}
 	return p.WakeCPU
 }
 
 // SetWakeCPU writes p->wake_cpu (see WakeCPU for its locking).
 func (p *Task) SetWakeCPU(cpu int) {
 	p.WakeCPU = cpu
-	p.WatchWrite(trace.FieldWakeCPU, int64(cpu))
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldWakeCPU, int64(cpu))
+	}
 }
 
 // ReadSleepingOwner reads p->sleeping_owner without a lock
@@ -809,6 +952,14 @@ func PutSleepingOwner(owner *Task) {
 
 // BlockedDonor returns blocked_donor (see the field for who may read it).
 func (p *Task) BlockedDonor() *Task {
+	if p.Watch != nil {
+		return p.watchedBlockedDonor()
+	}
+	return p.blockedDonor
+}
+
+//go:noinline
+func (p *Task) watchedBlockedDonor() *Task {
 	p.WatchRead(trace.FieldBlockedDonor, WatchID(p.blockedDonor))
 	return p.blockedDonor
 }
@@ -816,7 +967,9 @@ func (p *Task) BlockedDonor() *Task {
 // SetBlockedDonor sets blocked_donor (see the field for who may write it).
 func (p *Task) SetBlockedDonor(d *Task) {
 	p.blockedDonor = d
-	p.WatchWrite(trace.FieldBlockedDonor, WatchID(d))
+	if p.Watch != nil {
+		p.WatchWrite(trace.FieldBlockedDonor, WatchID(d))
+	}
 }
 
 // Peek returns the blocked fields without asserting a lock: only for
@@ -873,6 +1026,14 @@ func (p *Task) DequeueSignals(c *spinlock.CPU) (fatal bool) {
 // kernel's plain read of the byte in find_proxy_task; see
 // docs/kernel-map.md).
 func (p *Task) SchedDelayed() bool {
+	if p.Watch != nil {
+		return p.watchedSchedDelayed()
+	}
+	return p.schedDelayed.Load()
+}
+
+//go:noinline
+func (p *Task) watchedSchedDelayed() bool {
 	v := p.schedDelayed.Load()
 	p.WatchRead(trace.FieldDelayed, b2i(v))
 	return v

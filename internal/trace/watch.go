@@ -161,7 +161,11 @@ func (w *Watch) add(cpu int16, k StepKind, o Obj, f Field, id int32, val int64) 
 	return s
 }
 
-// Read records a read of field f of object (o, id) that gave val.
+// Read records a read of field f of object (o, id) that gave val. Not
+// inlined: the model's accessors test for a watch and call it only when
+// one runs, and stay cheap enough to inline themselves.
+//
+//go:noinline
 func (w *Watch) Read(o Obj, id int32, f Field, val int64) {
 	if w.barrier {
 		return
@@ -169,7 +173,10 @@ func (w *Watch) Read(o Obj, id int32, f Field, val int64) {
 	w.add(w.cur, StepRead, o, f, id, val)
 }
 
-// Write records that field f of object (o, id) became val.
+// Write records that field f of object (o, id) became val (not
+// inlined, as Read).
+//
+//go:noinline
 func (w *Watch) Write(o Obj, id int32, f Field, val int64) {
 	cpu := w.cur
 	if w.barrier {

@@ -29,6 +29,7 @@ const (
 	MeritThroughput = "throughput" // completed requests per virtual second (tbench, netperf)
 	MeritLatency    = "latency"    // wake-up and request latency p99, requests per second (schbench)
 	MeritInversion  = "inversion"  // mutex waits by scheduling class, critical sections per second (inversion)
+	MeritChain      = "chain"      // a waiter's mutex waits behind a chain of locks and their unwinding (chain)
 )
 
 // Merit describes a benchmark workload's figure of merit.
@@ -103,6 +104,15 @@ var benches = []benchDef{
 			{"hold_ns", 100000, 0, 100000000, "a fair holder's work under the mutex"},
 			{"think_ns", 400000, 0, 100000000, "a fair holder's work outside the mutex"},
 		}, build: inversion},
+	{name: "chain", primary: "links", help: "an RT task behind a chain of fair lock holders, one per CPU, whose last lock is held across a sleep, with FIFO hogs on every CPU; figures: the RT task's mutex wait (mean, p90, max) and the unwinding after the last lock's release",
+		params: []benchParam{
+			{"links", 7, 1, 1023, "fair chain links: link k runs on CPU k, holds m(k-1) and takes m(k)"},
+			{"hold_ns", 50000, 0, 10000000, "compute of the RT task, of each link under its two locks, and of the owner after its sleep"},
+			{"sleep_ns", 3000000, 1000, 1000000000, "the owner's sleep holding the last lock"},
+			{"hogs", 1, 0, 1, "a FIFO 50 hog on every CPU of the chain (1) or none (0)"},
+			{"hog_ns", 1000000, 1000, 100000000, "a hog's compute between its sleeps (+-10%)"},
+			{"gap_ns", 200000, 1000, 100000000, "a hog's sleep (+-25%)"},
+		}, build: chain},
 }
 
 // reqRespParams are tbench's and netperf's parameters: the model has no
@@ -515,5 +525,44 @@ func inversion(p map[string]int) *Scenario {
 	for i := 0; i < nrt; i++ {
 		sc.Merit.Groups = append(sc.Merit.Groups, 1+i)
 	}
+	return sc
+}
+
+// chain: an RT task (FIFO 90, CPU 0) takes m0 every 1-3 ms; link k (fair,
+// CPU k, k = 1..links) sleeps 0.1-0.3 ms, then holds m(k-1) while it takes
+// m(k), so that the chain is whole soon after it unwinds; the owner (fair,
+// on the last link's CPU) holds the last lock across a sleep of sleep_ns,
+// then computes and releases it, and stays away as long. With hogs, a FIFO 50 task on every CPU of the chain
+// computes about hog_ns and sleeps about gap_ns (jittered, so that the
+// hogs' idle windows drift apart instead of lining up on every CPU): a
+// fair link runs only in its hog's idle window, unless a donor of higher
+// priority lends it its scheduling context. The figures are the RT task's
+// waits for m0 and the unwinding, from the owner's release of the last
+// lock to the RT task's acquisition of m0 (Scenario.Chain).
+func chain(p map[string]int) *Scenario {
+	n, hold, sl := p["links"], int64(p["hold_ns"]), int64(p["sleep_ns"])
+	sc := &Scenario{Name: fmt.Sprintf("chain:links=%d", n), Merit: &Merit{Kind: MeritChain, Groups: []int{0}}}
+	for k := 0; k <= n; k++ {
+		sc.Mutexes = append(sc.Mutexes, fmt.Sprintf("m%d", k))
+	}
+	sc.Groups = append(sc.Groups, Group{Name: "rt", Count: 1, Policy: task.FIFO, Prio: 90, CPUs: "0", Program: []Op{
+		sleep(1_000_000, 3_000_000), lockFixed(0), fixedCompute(int(hold)), unlockFixed(0), loop(0),
+	}})
+	for k := 1; k <= n; k++ {
+		sc.Groups = append(sc.Groups, Group{Name: fmt.Sprintf("link%d", k), Count: 1, Policy: task.Normal, CPUs: strconv.Itoa(k), Program: []Op{
+			sleep(100_000, 300_000), lockFixed(k - 1), lockFixed(k), fixedCompute(int(hold)), unlockFixed(k), unlockFixed(k - 1), loop(0),
+		}})
+	}
+	sc.Groups = append(sc.Groups, Group{Name: "owner", Count: 1, Policy: task.Normal, CPUs: strconv.Itoa(n), Program: []Op{
+		lockFixed(n), sleep(sl, sl), fixedCompute(int(hold)), unlockFixed(n), sleep(sl, sl), loop(0),
+	}})
+	if p["hogs"] == 1 {
+		on, off := int64(p["hog_ns"]), int64(p["gap_ns"])
+		spread := mk(task.Op{Kind: task.OpAffinity, Count: AffinitySpread})
+		sc.Groups = append(sc.Groups, Group{Name: "hog", Count: n + 1, Policy: task.FIFO, Prio: 50, Program: []Op{
+			spread, compute(on*9/10, on*11/10), sleep(off*3/4, off*5/4), loop(1),
+		}})
+	}
+	sc.Chain = &Chain{Waiter: 0, Head: 0, End: n}
 	return sc
 }

@@ -297,7 +297,7 @@ func pi(cpus, ntasks int) *Scenario {
 // writers on nested mutex chains, owners sleeping while holding locks,
 // donors with narrow masks (constant proxy and return migration), RT
 // boosts and frequent cross-CPU wakeups.
-// coresched is the core-scheduling stall workload (issue 17, the v3
+// coresched is the core-scheduling stall workload (the v3
 // thread's VMs): CPU-bound tagged groups (two cookies, like two VMs)
 // beside untagged interactive tasks on the same cores. Cookies are inert
 // without --core-sched, so the same workload is the baseline. Not in

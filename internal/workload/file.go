@@ -47,6 +47,11 @@
 //     ww_class (Wait-Die if wait_die is true, else Wound-Wait) and its N
 //     ww_mutexes, named C0 .. C(N-1) (mutex names: they must not clash
 //     with mutexes).
+//   - chain: {"waiter": G, "head": M, "end": N}: measure a chain of locks
+//     (the run summary's "chain"): group G's waits for mutex M, and for
+//     each of them during which mutex N (the chain's far end) was
+//     released, the unwinding: the time from N's last release to the
+//     acquisition of M. G names a group, M and N plain mutexes.
 //
 // Group keys:
 //
@@ -585,7 +590,7 @@ type scope struct {
 }
 
 func (p *parser) scenario(root *node) (*Scenario, error) {
-	f, err := p.fields(root, "", "name", "cpus", "topology", "core_sched", "mutexes", "ww", "groups")
+	f, err := p.fields(root, "", "name", "cpus", "topology", "core_sched", "mutexes", "ww", "chain", "groups")
 	if err != nil {
 		return nil, err
 	}
@@ -685,7 +690,53 @@ func (p *parser) scenario(root *node) (*Scenario, error) {
 			}
 		}
 	}
+	if m := f["chain"]; m != nil {
+		if s.Chain, err = p.chain(sc, m.val); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// chain reads the top-level "chain": a group and two plain mutexes.
+func (p *parser) chain(sc *scope, n *node) (*Chain, error) {
+	f, err := p.fields(n, "chain", "waiter", "head", "end")
+	if err != nil {
+		return nil, err
+	}
+	name := func(key string) (*node, string, error) {
+		m := f[key]
+		if m == nil {
+			return nil, "", p.errf(n, "chain", "missing key %q", key)
+		}
+		v, err := p.str(m.val, "chain."+key)
+		return m.val, v, err
+	}
+	c := &Chain{}
+	v, g, err := name("waiter")
+	if err != nil {
+		return nil, err
+	}
+	var ok bool
+	if c.Waiter, ok = sc.groups[g]; !ok {
+		return nil, p.errf(v, "chain.waiter", "no group %q", g)
+	}
+	for _, k := range []struct {
+		key string
+		to  *int
+	}{{"head", &c.Head}, {"end", &c.End}} {
+		v, mx, err := name(k.key)
+		if err != nil {
+			return nil, err
+		}
+		if *k.to, ok = sc.mutexes[mx]; !ok {
+			return nil, p.errf(v, "chain."+k.key, "no mutex %q (a chain is made of plain mutexes)", mx)
+		}
+	}
+	if c.Head == c.End {
+		return nil, p.errf(n, "chain", "head and end are the same mutex")
+	}
+	return c, nil
 }
 
 func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) error {
@@ -1277,6 +1328,12 @@ func Encode(s *Scenario) ([]byte, error) {
 		}
 		gb.WriteString("      ]\n    }")
 		groups[gi] = gb.String()
+	}
+	if c := s.Chain; c != nil {
+		if c.Waiter < 0 || c.Waiter >= len(s.Groups) || c.Head < 0 || c.Head >= len(s.Mutexes) || c.End < 0 || c.End >= len(s.Mutexes) {
+			return nil, fmt.Errorf("workload: encode: chain %+v out of range", *c)
+		}
+		top = append(top, `  "chain": `+jobj(kv{"waiter", s.Groups[c.Waiter].Name}, kv{"head", s.Mutexes[c.Head]}, kv{"end", s.Mutexes[c.End]}))
 	}
 	top = append(top, "  \"groups\": [\n"+strings.Join(groups, ",\n")+"\n  ]")
 	b.WriteString(strings.Join(top, ",\n"))

@@ -268,7 +268,7 @@ func TestParseErrors(t *testing.T) {
 		line int // 0: no line expected
 	}{
 		{"unknown top-level key", edit(`"name": "t",`, `"name": "t", "cpu": 2,`),
-			`unknown key "cpu" (want one of name, cpus, topology, core_sched, mutexes, ww, groups)`, 2},
+			`unknown key "cpu" (want one of name, cpus, topology, core_sched, mutexes, ww, chain, groups)`, 2},
 		{"bad topology", edit(`"name": "t",`, `"name": "t", "topology": "2s-2c",`),
 			`topology: topology "2s-2c": want`, 2},
 		{"topology and cpus disagree", edit(`"name": "t",`, `"name": "t", "cpus": 4, "topology": "1s-1llc-4c-2t",`),

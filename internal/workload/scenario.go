@@ -106,9 +106,22 @@ type Scenario struct {
 	// Merit, for a benchmark workload (Benchmark), says what its figure
 	// of merit measures; nil for every other workload.
 	Merit *Merit
+	// Chain, if set, names a chain of locks whose unwinding the run
+	// measures (the scenario file's "chain").
+	Chain *Chain
 	// Source is where a scenario file was read (nil for built-ins), for
 	// errors that Plan finds; not part of the scenario's meaning.
 	Source *Source
+}
+
+// Chain names a chain of locks whose unwinding a run measures: the waits
+// of the Waiter group's tasks for mutex Head, and, for every such wait
+// during which mutex End (held by the chain's last owner) was released,
+// the unwinding: from the last such release to the acquisition of Head.
+type Chain struct {
+	Waiter int // group index
+	Head   int // mutex index
+	End    int // mutex index
 }
 
 // UsesHotplug reports whether a program of the scenario takes CPUs
