@@ -427,18 +427,49 @@ func matrixTables(dir string, ms []matrix) (string, error) {
 }
 
 func main() {
-	dir := flag.String("results", "abresults", "directory of the results files (proxysim ab --out) and tables")
-	run := flag.Bool("run", false, "build proxysim and run (or resume) every matrix of the plan first")
-	seeds := flag.Int("seeds", 5, "seeds per case and configuration")
-	cpus := flag.Int("cpus", 32, "simulated CPUs")
-	jobs := flag.Int("jobs", runtime.NumCPU(), "runs in parallel")
-	reports := flag.String("reports", "scripts/abcompare/reports.tsv", "the reports' transcribed figures")
-	write := flag.String("write", "", "replace the abcompare section of this file instead of printing")
-	flag.Parse()
-	if err := mainErr(*dir, *run, *seeds, *cpus, *jobs, *reports, *write); err != nil {
-		fmt.Fprintf(os.Stderr, "abcompare: %v\n", err)
-		os.Exit(2)
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// cli runs abcompare with args: 0 done, 2 a usage or input error (one
+// line on stderr).
+func cli(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("abcompare", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dir := fs.String("results", "abresults", "directory of the results files (proxysim ab --out) and tables")
+	run := fs.Bool("run", false, "build proxysim and run (or resume) every matrix of the plan first")
+	seeds := fs.Int("seeds", 5, "seeds per case and configuration")
+	cpus := fs.Int("cpus", 32, "simulated CPUs")
+	jobs := fs.Int("jobs", runtime.NumCPU(), "runs in parallel")
+	reports := fs.String("reports", "scripts/abcompare/reports.tsv", "the reports' transcribed figures")
+	write := fs.String("write", "", "replace the abcompare section of this file instead of printing")
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "abcompare: %v\n", err)
+		return 2
 	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprintf(stdout, "Usage: go run ./scripts/abcompare [-run] [flags]\n\nproxysim's A/B figures beside the proxy-execution series' reports (docs/benchmarks.md).\n\nFlags:\n")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		return fail(err)
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if *seeds < 1 || *cpus < 1 || *jobs < 1 {
+		return fail(fmt.Errorf("-seeds, -cpus and -jobs must be at least 1"))
+	}
+	if !*run {
+		if st, err := os.Stat(*dir); err != nil || !st.IsDir() {
+			return fail(fmt.Errorf("-results %s: no such directory (make it with -run)", *dir))
+		}
+	}
+	if err := mainErr(*dir, *run, *seeds, *cpus, *jobs, *reports, *write); err != nil {
+		return fail(err)
+	}
+	return 0
 }
 
 func mainErr(dir string, run bool, seeds, cpus, jobs int, reports, write string) error {

@@ -101,3 +101,18 @@ func TestReportsFileMaps(t *testing.T) {
 		t.Errorf("%d rows: the three reports have 234 cells of the compared tests", len(rows))
 	}
 }
+
+// Bad input is one line on stderr and exit 2; -help is the usage on
+// stdout and exit 0.
+func TestCLIErrors(t *testing.T) {
+	for _, args := range [][]string{{"-bogus"}, {"-seeds", "0"}, {"extra"}, {"-results", filepath.Join(t.TempDir(), "none")}} {
+		var out, errs bytes.Buffer
+		if code := cli(args, &out, &errs); code != 2 || strings.Count(errs.String(), "\n") != 1 || out.Len() != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q: want exit 2, one line on stderr", args, code, out.String(), errs.String())
+		}
+	}
+	var out, errs bytes.Buffer
+	if code := cli([]string{"-help"}, &out, &errs); code != 0 || !strings.Contains(out.String(), "-results") || errs.Len() != 0 {
+		t.Errorf("-help: exit %d, stdout %q, stderr %q", code, out.String(), errs.String())
+	}
+}
