@@ -19,6 +19,9 @@ import (
 	"github.com/proxysim/proxysim/internal/ab"
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/conductor"
+	"github.com/proxysim/proxysim/internal/cpu"
+	"github.com/proxysim/proxysim/internal/hostbench"
+	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/task"
@@ -30,8 +33,8 @@ const abUsage = `Usage: proxysim ab [flags]
 
 A/B benchmark tables in the format of the proxy-execution series' test
 reports. Runs a benchmark workload (--workload hackbench|tbench|netperf|
-schbench|chain, with parameters after a colon) for every case (--cases: the
-benchmark's groups, clients, workers or links) and every configuration (--configs,
+schbench|inversion|chain, with parameters after a colon) for every case (--cases: the
+benchmark's groups, clients, workers, hogs or links) and every configuration (--configs,
 separated by ';': a proxy-execution level off|single-rq|full, optionally
 followed by +BUG for catalogued bugs, e.g. "off;single-rq;full;full+cpu-before-on-rq")
 over --seeds seeds, as deterministic runs (exact timing: the time strategy,
@@ -75,6 +78,7 @@ type abFlags struct {
 	calibrate                                    bool
 	auditEvery                                   int
 	noSpin                                       bool
+	proxyCosts                                   percpu.ProxyCosts
 	maxSkew                                      time.Duration
 	cost                                         ab.Cost
 	set                                          map[string]bool
@@ -94,6 +98,10 @@ type abConfig struct {
 	// srq the shared_runq knobs (hooks=, bail=) of the config.
 	feats []string
 	srq   []string
+	// noSleepingOwners (+no-sleeping-owners) is the full series without
+	// sleeping-owner parking: a donor of a sleeping owner is deactivated
+	// (the posted "Donor Migration" part before the rest of the series).
+	noSleepingOwners bool
 }
 
 // apply sets the config's level, bugs, features and shared_runq knobs
@@ -101,6 +109,9 @@ type abConfig struct {
 func (c abConfig) apply(o *sim.Options) {
 	o.SetProxyLevel(c.level)
 	o.Bugs = c.bugs
+	if c.noSleepingOwners {
+		o.SleepingOwners = false
+	}
 	for _, n := range c.feats {
 		_ = setSchedFeature(o, n)
 	}
@@ -151,6 +162,11 @@ func parseABConfigs(s string) ([]abConfig, error) {
 					return nil, fmt.Errorf("config %q: %v", part, err)
 				}
 				c.feats = append(c.feats, b)
+			case b == "no-sleeping-owners":
+				if c.level != sim.LevelFull {
+					return nil, fmt.Errorf("config %q: no-sleeping-owners needs the full level", part)
+				}
+				c.noSleepingOwners = true
 			case strings.HasPrefix(b, "hooks=") || strings.HasPrefix(b, "bail="):
 				if err := applySRQKnob(&probe, b); err != nil {
 					return nil, fmt.Errorf("config %q: %v", part, err)
@@ -192,8 +208,8 @@ func parseCases(s string) ([]int, error) {
 			continue
 		}
 		n, err := strconv.Atoi(part)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("case %q: want a positive integer", part)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("case %q: want a whole number (the benchmark says which are in range)", part)
 		}
 		if seen[n] {
 			return nil, fmt.Errorf("case %d given twice", n)
@@ -211,10 +227,26 @@ func defaultCases(bench string) string {
 	switch bench {
 	case "tbench", "netperf":
 		return "1,2,4,8,16,32,64"
+	case "inversion":
+		return "0,16,32,64"
 	case "chain":
 		return "1,3,7"
 	}
 	return "1,2,4,8,16"
+}
+
+// defaultSimTime is the virtual time of a benchmark's run: hackbench
+// stops when it finishes; schbench's requests take 17 ms and inversion's
+// RT thread runs every 1 ms, so they need longer than the request/response
+// benchmarks.
+func defaultSimTime(bench string) time.Duration {
+	switch bench {
+	case "hackbench", "schbench", "inversion":
+		return time.Second
+	case "chain":
+		return 2 * time.Second // a chain forms every 9 ms
+	}
+	return 50 * time.Millisecond
 }
 
 // newABFlags is ab's flag set.
@@ -224,29 +256,31 @@ func newABFlags() (*flag.FlagSet, *abFlags) {
 	def := ab.DefaultCost()
 	f.common().register(fs, map[string]string{
 		"seed":     "the first; default 1",
-		"workload": "a benchmark and its parameters but the case's: hackbench, tbench, netperf, schbench, chain, e.g. hackbench:loops=20",
+		"workload": "a benchmark and its parameters but the case's: hackbench, tbench, netperf, schbench, inversion, chain, e.g. hackbench:pipe=1",
 		"quiet":    "the runs-done line",
 		"json":     "the table and every per-seed value: --format json",
 		"out":      "the results file (JSON), every run's result, rewritten as runs finish; run again with it to resume",
 	})
-	fs.StringVar(&f.cases, "cases", "", "comma-separated values of the benchmark's case parameter (groups, clients, workers, links); default 1,2,4,8,16 (tbench, netperf: up to 64; chain: 1,3,7)")
-	fs.StringVar(&f.configs, "configs", "off;single-rq;full", "';'-separated configs, the first the baseline: LEVEL[+BUG...][+FEATURE...][+hooks=v2|v3|v4][+bail=NAME,...] with LEVEL off|single-rq|full, FEATURE a sched feature (SHARED_RUNQ, NO_SHARED_RUNQ), hooks and bail the shared_runq knobs")
+	fs.StringVar(&f.cases, "cases", "", "comma-separated values of the benchmark's case parameter (groups, clients, workers, hogs, links); default 1,2,4,8,16 (tbench, netperf: up to 64; inversion: 0,16,32,64; chain: 1,3,7)")
+	fs.StringVar(&f.configs, "configs", "off;single-rq;full", "';'-separated configs, the first the baseline: LEVEL[+BUG...][+FEATURE...][+hooks=v2|v3|v4][+bail=NAME,...][+no-sleeping-owners] with LEVEL off|single-rq|full, FEATURE a sched feature (SHARED_RUNQ, NO_SHARED_RUNQ), hooks and bail the shared_runq knobs, no-sleeping-owners full without sleeping-owner parking")
 	simDef := sim.Defaults()
 	fs.DurationVar(&f.newidleCost, "newidle-cost", simDef.NewidleCost, "virtual time newidle balancing costs per domain balanced and per shared_runq lock taken, in every run (see proxysim run --help)")
 	fs.DurationVar(&f.newidleCPUCost, "newidle-cpu-cost", simDef.NewidleCPUCost, "virtual time newidle balancing costs per CPU of a domain's span it reads, in every run")
 	fs.DurationVar(&f.newidleTaskCost, "newidle-task-cost", simDef.NewidleTaskCost, "virtual time newidle balancing costs per task it examines for a pull, in every run")
 	fs.IntVar(&f.seeds, "seeds", 5, "seeds per case and config (1-1000)")
 	fs.StringVar(&f.topology, "topology", "", "machine shape (see proxysim run --help); sets --cpus when --cpus is not given")
-	fs.DurationVar(&f.simTime, "sim-time", 0, "virtual time per run (default: 1s for hackbench, which stops when it finishes; 50ms for the others)")
+	fs.DurationVar(&f.simTime, "sim-time", 0, "virtual time per run (default: 1s for hackbench, which stops when it finishes, schbench and inversion; 2s for chain; 50ms for tbench and netperf)")
 	fs.StringVar(&f.strategy, "strategy", "time", "deterministic strategy: time (exact timing), random, pct:D")
 	fs.DurationVar(&f.maxSkew, "max-skew", simDef.MaxSkew, "clock skew bound of every run (see proxysim run --help); results of an --out file measured with a larger one are flagged (*)")
-	fs.StringVar(&f.metric, "metric", "", "figure of merit (default: the benchmark's; schbench: wakeup_p99, request_p99 or rps; chain: wait_mean, wait_p90, wait_max or unwind)")
+	fs.StringVar(&f.metric, "metric", "", "figure of merit (default: the benchmark's; schbench: wakeup_p99, request_p99 or rps; inversion: rt_wait_p99, rt_wait_mean or fair_rps; chain: wait_mean, wait_p90, wait_max or unwind)")
 	fs.StringVar(&f.stat, "stat", "", "statistic over seeds: AMean, HMean or Median (default: the reports' for the benchmark)")
 	fs.StringVar(&f.format, "format", "text", "table format: text, csv or json (json holds every per-seed value)")
 	fs.StringVar(&f.plot, "plot", "", "draw percent improvement per case, CV as error bars, to this PNG file")
 	fs.IntVar(&f.jobs, "jobs", runtime.NumCPU(), fmt.Sprintf("runs in parallel, 1 to the host's cores (%d)", runtime.NumCPU()))
 	fs.BoolVar(&f.calibrate, "calibrate", false, "derive the cost model from perf bench sched pipe and messaging (needs perf), print it and exit")
 	fs.IntVar(&f.auditEvery, "audit-every", 50, "invariant audit every N epochs (0: never)")
+	f.proxyCosts = sim.DefaultProxyCosts
+	fs.Var(proxyCostsFlag{&f.proxyCosts}, "proxy-costs", "virtual time the proxy-execution series' own work costs where it happens, in every run: default ("+sim.FormatProxyCosts(sim.DefaultProxyCosts)+", docs/benchmarks.md), none, or link=,repick=,migrate=,return=,park= durations (--calibrate prints this machine's)")
 	fs.Var(offOn{&f.noSpin}, "optimistic-spin", "mutex optimistic spinning on|off in every run (default on, as in the kernel; off: waiters block, as the series' A/B reports' contended paths do)")
 	fs.Float64Var(&f.cost.ContextSwitch, "cost-switch", def.ContextSwitch, "cost model: ns per context switch beyond the 1us the simulation charges")
 	fs.Float64Var(&f.cost.Migration, "cost-migration", def.Migration, "cost model: ns per migration")
@@ -404,13 +438,7 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 		f.topology = topology.Default(f.cpus).String()
 	}
 	if f.simTime == 0 {
-		f.simTime = 50 * time.Millisecond
-		switch name {
-		case "hackbench":
-			f.simTime = time.Second
-		case "chain":
-			f.simTime = 2 * time.Second // a chain forms every 9 ms
-		}
+		f.simTime = defaultSimTime(name)
 	}
 	if f.simTime < time.Millisecond {
 		return fail("--sim-time must be at least 1ms, not %v", f.simTime)
@@ -474,7 +502,7 @@ func (f *abFlags) validate() (ab.Spec, []abConfig, ab.Metric, string, error) {
 	spec = ab.Spec{Workload: f.workload, Bench: name, Primary: primary, CPUs: f.cpus, Topology: f.topology, SimTimeNs: int64(f.simTime),
 		Strategy: f.strategy, Cases: cases, Configs: names, Seeds: f.seeds, FirstSeed: f.seed.v, NoOptimisticSpin: f.noSpin,
 		NewidleCostNs: int64(f.newidleCost), NewidleCPUCostNs: int64(f.newidleCPUCost), NewidleTaskCostNs: int64(f.newidleTaskCost),
-		MaxSkewNs: int64(min(f.maxSkew, sim.Defaults().Epoch))}
+		ProxyCosts: f.proxyCosts, MaxSkewNs: int64(min(f.maxSkew, sim.Defaults().Epoch))}
 	return spec, cfgs, m, stat, nil
 }
 
@@ -549,6 +577,7 @@ func runMatrix(spec ab.Spec, cfgs []abConfig, prev *ab.File, f abFlags, in *inte
 			o.NewidleCost = time.Duration(spec.NewidleCostNs)
 			o.NewidleCPUCost = time.Duration(spec.NewidleCPUCostNs)
 			o.NewidleTaskCost = time.Duration(spec.NewidleTaskCostNs)
+			o.ProxyCosts = spec.ProxyCosts
 			o.MaxSkew = time.Duration(spec.MaxSkewNs)
 			sc, err := workload.Benchmark(o.Workload)
 			if err != nil {
@@ -616,13 +645,51 @@ func resultOf(j ab.Job, r *sim.Run, s *sim.Summary) ab.Result {
 	return res
 }
 
-// calibrate runs perf bench, when perf is installed, and prints the cost
-// model it gives as flags.
+// calibrate measures this machine: the costs of the proxy-execution
+// series' own work that ab charges in virtual time (a cache line moved
+// between two CPUs, a wake-up across CPUs against one on the waker's
+// CPU: hostbench), then, when perf is installed, the post-hoc cost model
+// from perf bench. It prints every measurement and the flags they give.
 func calibrate(stdout, stderr io.Writer) (int, error) {
+	if runtime.NumCPU() < 2 {
+		fmt.Fprintf(stdout, "this machine has %d CPU: the cross-CPU measurements need two.\n", runtime.NumCPU())
+		return exitUsage, nil
+	}
+	const reps = 5
+	show := func(xs []float64) string {
+		var b strings.Builder
+		for i, x := range xs {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			fmt.Fprintf(&b, "%.1f", x)
+		}
+		return b.String()
+	}
+	line, lines, err := hostbench.Median(reps, func() (float64, error) { return hostbench.LineTransfer(0, 1, 200000) })
+	if err != nil {
+		return exitInternal, err
+	}
+	same, sames, err := hostbench.Median(reps, func() (float64, error) { return hostbench.PipeRoundTrip(0, 0, 20000) })
+	if err != nil {
+		return exitInternal, err
+	}
+	cross, crosses, err := hostbench.Median(reps, func() (float64, error) { return hostbench.PipeRoundTrip(0, 1, 20000) })
+	if err != nil {
+		return exitInternal, err
+	}
+	remote := max(0, (cross-same)/2)
+	fmt.Fprintf(stdout, "cache line moved cpu0<->cpu1 (cmpxchg ping-pong, 200000 round trips): median %.1f ns per move (runs: %s)\n", line, show(lines))
+	fmt.Fprintf(stdout, "pipe round trip, both threads on cpu0 (20000 round trips): median %.0f ns (runs: %s)\n", same, show(sames))
+	fmt.Fprintf(stdout, "pipe round trip, cpu0 and cpu1 (20000 round trips): median %.0f ns (runs: %s)\n", cross, show(crosses))
+	fmt.Fprintf(stdout, "a wake-up across CPUs costs %.0f ns more than one on the waker's CPU (half the difference)\n", remote)
+	l, w := int64(line+0.5), int64(remote+0.5)
+	pc := percpu.ProxyCosts{Link: 2 * l, Repick: cpu.DefaultConfig().SchedCost, Migrate: 2*l + w, Return: 2 * l, Park: 2 * l}
+	fmt.Fprintf(stdout, "proxy costs (link 2 lines, repick the model's pick, migrate 2 lines + the cross-CPU wake-up, return 2 lines, park 2 lines):\n  --proxy-costs %s\n", sim.FormatProxyCosts(pc))
 	perf, err := exec.LookPath("perf")
 	if err != nil {
-		fmt.Fprintf(stdout, "perf is not installed (not on PATH): cannot calibrate on this machine.\nThe cost model keeps its written-down defaults: %s\n", ab.DefaultCost())
-		return exitUsage, nil
+		fmt.Fprintf(stdout, "perf is not installed (not on PATH): the post-hoc cost model keeps its written-down defaults: %s\n", ab.DefaultCost())
+		return exitOK, nil
 	}
 	pipeOut, err := exec.Command(perf, "bench", "sched", "pipe", "-l", "100000").CombinedOutput()
 	if err != nil {
@@ -643,7 +710,7 @@ func calibrate(stdout, stderr io.Writer) (int, error) {
 	}
 	c := ab.Calibrate(pipe, msg, groups, loops)
 	fmt.Fprintf(stdout, "perf bench sched pipe: %.3f us per round trip; perf bench sched messaging -p -g %d -l %d: %.3f s\n", pipe, groups, loops, msg)
-	fmt.Fprintf(stdout, "cost model: %s\n", c)
+	fmt.Fprintf(stdout, "post-hoc cost model: %s\n", c)
 	fmt.Fprintf(stdout, "flags: --cost-switch %.0f --cost-migration %.0f --cost-ipi %.0f --cost-lock %.0f --cost-lock-contended %.0f --cost-juggle %.0f --cost-fpt-step %.0f\n",
 		c.ContextSwitch, c.Migration, c.IPI, c.LockAcquire, c.LockContended, c.JuggleRetry, c.FPTStep)
 	return exitOK, nil

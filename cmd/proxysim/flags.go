@@ -13,6 +13,7 @@ import (
 	"github.com/proxysim/proxysim/internal/bugs"
 	"github.com/proxysim/proxysim/internal/conductor"
 	"github.com/proxysim/proxysim/internal/cpu"
+	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/sim"
 	"github.com/proxysim/proxysim/internal/task"
@@ -22,6 +23,25 @@ import (
 
 // onOff is an on|off flag value.
 type onOff struct{ v *bool }
+
+// proxyCostsFlag is --proxy-costs: none, default, or NAME=DURATION,...
+type proxyCostsFlag struct{ c *percpu.ProxyCosts }
+
+func (f proxyCostsFlag) String() string {
+	if f.c == nil {
+		return "none"
+	}
+	return sim.FormatProxyCosts(*f.c)
+}
+
+func (f proxyCostsFlag) Set(s string) error {
+	c, err := sim.ParseProxyCosts(s)
+	if err != nil {
+		return err
+	}
+	*f.c = c
+	return nil
+}
 
 // offOn is an on|off flag stored inverted (a "No..." option whose zero
 // value means on).
@@ -329,6 +349,7 @@ func (mf *machineFlags) register(fs *flag.FlagSet, def sim.Options, reportDefaul
 	fs.DurationVar(&mf.o.NewidleCPUCost, "newidle-cpu-cost", def.NewidleCPUCost, "virtual time newidle balancing costs per CPU of a domain's span whose runqueue it reads (find_busiest_group)")
 	fs.DurationVar(&mf.o.NewidleTaskCost, "newidle-task-cost", def.NewidleTaskCost, "virtual time newidle balancing costs per task it examines for a pull (detach_tasks' can_migrate_task)")
 	fs.Var(offOn{&mf.o.NoOptimisticSpin}, "optimistic-spin", "mutex optimistic spinning on|off (mutex_optimistic_spin: spin while the owner runs; off: CONFIG_MUTEX_SPIN_ON_OWNER=n)")
+	fs.Var(proxyCostsFlag{&mf.o.ProxyCosts}, "proxy-costs", "virtual time the proxy-execution series' own work costs where it happens: none (default here), default (proxysim ab's: "+sim.FormatProxyCosts(sim.DefaultProxyCosts)+"), or link=,repick=,migrate=,return=,park= durations (docs/benchmarks.md)")
 	fs.Var(listFlag{&mf.bugNames}, "bug", "switch a catalogued bug back on (repeatable; see 'proxysim bugs')")
 	fs.DurationVar(&mf.o.Tick, "tick", def.Tick, "virtual scheduler tick")
 	fs.DurationVar(&mf.o.Epoch, "epoch", def.Epoch, "virtual time between stop-the-world barriers (audits, RCU grace periods, hotplug steps run there)")

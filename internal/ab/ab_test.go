@@ -250,6 +250,52 @@ func TestSpecSameMindsOptimisticSpin(t *testing.T) {
 	}
 }
 
+// The inversion benchmark's table: the RT wait p99 is the metric, each
+// class's waits are averaged over the seeds (max: the largest), and the
+// text prints them per class.
+func TestInversionWaits(t *testing.T) {
+	f := &File{Version: FileVersion, Spec: Spec{Workload: "inversion", Bench: "inversion", Primary: "hogs", CPUs: 4,
+		Topology: "t", SimTimeNs: 1e9, Strategy: "time", Cases: []int{8}, Configs: []string{"off", "full"}, Seeds: 2, FirstSeed: 1}}
+	r := func(cfg string, seed uint64, rtP99, rtMax int64) Result {
+		return Result{Case: 8, Config: cfg, Seed: seed, CPUs: 4, SimTimeNs: 1e9, Counts: map[string]uint64{},
+			Bench: sim.BenchFigures{Bench: "inversion", Kind: "inversion", Requests: 100, RequestsPerSec: 100,
+				Waits: []sim.ClassWaits{{Class: "rt", N: 10, MeanNs: 1000, P90Ns: 2000, P99Ns: rtP99, MaxNs: rtMax}, {Class: "fair", N: 4, MeanNs: 500, P99Ns: 900, MaxNs: 900}}}}
+	}
+	f.Results = []Result{r("off", 1, 4000, 5000), r("off", 2, 6000, 7000), r("full", 1, 100, 150), r("full", 2, 300, 350)}
+	m, err := FindMetric("inversion", "")
+	if err != nil || m.Name != "rt_wait_p99" || m.HigherBetter {
+		t.Fatalf("metric %+v %v: want rt_wait_p99, lower is better", m, err)
+	}
+	tb := Build(f, m, AMean, Cost{})
+	off, full := tb.Rows[0].Cells[0], tb.Rows[0].Cells[1]
+	if !near(off.Stat, 5) || !near(full.Stat, 0.2) || !near(full.Ratio, 0.04) {
+		t.Errorf("RT p99 AMeans %v us, %v us, ratio %v: want 5, 0.2, 0.04", off.Stat, full.Stat, full.Ratio)
+	}
+	if len(full.Waits) != 2 || full.Waits[0] != (sim.ClassWaits{Class: "rt", N: 10, MeanNs: 1000, P90Ns: 2000, P99Ns: 200, MaxNs: 350}) {
+		t.Errorf("full's waits %+v: want rt 10 waits, mean 1000, p90 2000, p99 200 (the seeds' mean), max 350", full.Waits)
+	}
+	var buf bytes.Buffer
+	if err := tb.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"#hogs: off[pct imp](CV) full[pct imp](CV)", "8 1.00 [ -0.00](28.28) 0.04 [ 96.00](70.71)",
+		"8            full           rt             10        1.0        2.0        0.2        0.3"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// A matrix run with other proxy costs is another matrix.
+func TestSpecSameMindsProxyCosts(t *testing.T) {
+	a := Spec{Workload: "hackbench", CPUs: 32, SimTimeNs: 1e9, Strategy: "time", ProxyCosts: sim.DefaultProxyCosts}
+	b := a
+	b.ProxyCosts.Migrate++
+	if a.Same(b) {
+		t.Fatal("specs with other proxy costs compare as the same")
+	}
+}
+
 // A result measured with a larger clock skew bound than the matrix asks
 // for (one of a results file written before the bound existed: 0) is
 // flagged in the table, and the table says the bound.

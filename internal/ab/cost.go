@@ -26,9 +26,11 @@ type Cost struct {
 	FPTStep       float64 `json:"find_proxy_step_ns"` // per find_proxy_task link walked
 }
 
-// DefaultCost is the cost model's written-down defaults.
+// DefaultCost is the cost model's written-down defaults. A
+// find_proxy_task link costs nothing here: --proxy-costs charges it in
+// virtual time, so the raw figures already hold it.
 func DefaultCost() Cost {
-	return Cost{ContextSwitch: 500, Migration: 2000, IPI: 1500, LockAcquire: 20, LockContended: 200, JuggleRetry: 300, FPTStep: 50}
+	return Cost{ContextSwitch: 500, Migration: 2000, IPI: 1500, LockAcquire: 20, LockContended: 200, JuggleRetry: 300}
 }
 
 // Counter names a Result's Counts must hold for the cost model.
@@ -64,7 +66,7 @@ func (c Cost) Adjust(m Metric, raw float64, r *Result) float64 {
 	switch m.Name {
 	case "time":
 		return raw + ov/cpus/1e9
-	case "throughput", "rps":
+	case "throughput", "rps", "fair_rps":
 		span := float64(r.Bench.TimeNs)
 		if !r.Bench.Finished {
 			span = float64(r.SimTimeNs)

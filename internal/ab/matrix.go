@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/sim"
 )
 
@@ -37,6 +38,9 @@ type Spec struct {
 	NewidleCostNs     int64 `json:"newidle_cost_ns,omitempty"`
 	NewidleCPUCostNs  int64 `json:"newidle_cpu_cost_ns,omitempty"`
 	NewidleTaskCostNs int64 `json:"newidle_task_cost_ns,omitempty"`
+	// ProxyCosts are the virtual ns the series' own work costs in every
+	// run (--proxy-costs).
+	ProxyCosts percpu.ProxyCosts `json:"proxy_costs"`
 	// MaxSkewNs is the clock skew bound asked for (--max-skew). Results
 	// measured with a larger one (an older results file) stay usable and
 	// are flagged in the tables (Cell.Inexact), so it is not part of Same.
@@ -48,7 +52,8 @@ type Spec struct {
 func (s Spec) Same(o Spec) bool {
 	return s.Workload == o.Workload && s.CPUs == o.CPUs && s.Topology == o.Topology &&
 		s.SimTimeNs == o.SimTimeNs && s.Strategy == o.Strategy && s.NoOptimisticSpin == o.NoOptimisticSpin &&
-		s.NewidleCostNs == o.NewidleCostNs && s.NewidleCPUCostNs == o.NewidleCPUCostNs && s.NewidleTaskCostNs == o.NewidleTaskCostNs
+		s.NewidleCostNs == o.NewidleCostNs && s.NewidleCPUCostNs == o.NewidleCPUCostNs && s.NewidleTaskCostNs == o.NewidleTaskCostNs &&
+		s.ProxyCosts == o.ProxyCosts
 }
 
 // Job is one run of the matrix.

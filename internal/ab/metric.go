@@ -45,6 +45,15 @@ var (
 		}}
 	mRPS = Metric{Name: "rps", Units: "Normalized requests per second", HigherBetter: true, Stat: AMean,
 		value: func(b *sim.BenchFigures) (float64, bool) { return b.RequestsPerSec, b.Requests > 0 }}
+	// The inversion benchmark's: the RT threads' mutex waits (0 when they
+	// never had to wait) and the fair holders' critical sections per
+	// second.
+	mRTWaitP99 = Metric{Name: "rt_wait_p99", Units: "Normalized 99th percentile mutex wait of the RT threads in us", Stat: AMean,
+		value: func(b *sim.BenchFigures) (float64, bool) { return float64(b.Wait("rt").P99Ns) / 1e3, b.Requests > 0 }}
+	mRTWaitMean = Metric{Name: "rt_wait_mean", Units: "Normalized mean mutex wait of the RT threads in us", Stat: AMean,
+		value: func(b *sim.BenchFigures) (float64, bool) { return float64(b.Wait("rt").MeanNs) / 1e3, b.Requests > 0 }}
+	mFairRPS = Metric{Name: "fair_rps", Units: "Normalized critical sections of the fair holders per second", HigherBetter: true, Stat: AMean,
+		value: func(b *sim.BenchFigures) (float64, bool) { return b.RequestsPerSec, b.Requests > 0 }}
 )
 
 // chainMetric reads one of the chain benchmark's figures (in us), present
@@ -75,6 +84,8 @@ func Metrics(bench string) []Metric {
 		return []Metric{mThroughput}
 	case "schbench":
 		return []Metric{mWakeupP99, mRequestP99, mRPS}
+	case "inversion":
+		return []Metric{mRTWaitP99, mRTWaitMean, mFairRPS}
 	case "chain":
 		return []Metric{mChainMean, mChainP90, mChainMax, mChainUnwind}
 	}
@@ -121,6 +132,8 @@ func caseHeader(bench string) string {
 		return "Clients:"
 	case "schbench":
 		return "#workers:"
+	case "inversion":
+		return "#hogs:"
 	}
 	return "Case:"
 }

@@ -8,19 +8,28 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/proxysim/proxysim/internal/sim"
 	"time"
 )
 
 // PerOpCounts are the counts a table explains each case with, per
 // operation (a request, message or transaction): context switches, mutex
-// contentions, proxy migrations (proxy_migrate_task calls),
-// find_proxy_task retries (re-picks), return migrations, proxy
-// deactivations and IPIs.
-var PerOpCounts = []string{"context_switches", "mutex_contentions", "proxy_migrations", "find_proxy_task_retries", "return_migrations", "proxy_deactivations", "ipis"}
+// acquisitions, contended ones (the fast path failed: a spin or the slow
+// path resolved them), waiters queued (the slow path: where proxy
+// execution can engage), proxies run on the same runqueue, proxy
+// migrations (proxy_migrate_task calls), return migrations, proxy
+// deactivations, find_proxy_task re-picks, the virtual ns charged for the
+// series' own work, sleeps on the benchmark's wait queues and futexes, and
+// IPIs.
+var PerOpCounts = []string{"context_switches", "mutex_acquires", "mutex_fastpath_misses", "mutex_contentions",
+	"proxy_pick_same_rq", "proxy_migrations", "return_migrations", "proxy_deactivations", "find_proxy_task_retries",
+	"proxy_cost_ns", "wait_queue_sleeps", "ipis"}
 
 var perOpShort = map[string]string{
-	"context_switches": "ctxsw", "mutex_contentions": "mutex_cont", "proxy_migrations": "proxy_mig",
-	"find_proxy_task_retries": "fpt_retry", "return_migrations": "ret_mig", "proxy_deactivations": "deact", "ipis": "ipi",
+	"context_switches": "ctxsw", "mutex_acquires": "mutex_acq", "mutex_fastpath_misses": "mutex_cont", "mutex_contentions": "mutex_wait",
+	"proxy_pick_same_rq": "proxy_pick", "proxy_migrations": "proxy_mig", "return_migrations": "ret_mig", "proxy_deactivations": "deact",
+	"find_proxy_task_retries": "fpt_retry", "proxy_cost_ns": "cost_ns", "wait_queue_sleeps": "wq_sleep", "ipis": "ipi",
 }
 
 // Cell is one configuration's figures in one case.
@@ -44,6 +53,10 @@ type Cell struct {
 	PerOp       map[string]float64 `json:"counts_per_op"`
 	Violations  int                `json:"violations"`
 	MeanWallSec float64            `json:"mean_wall_sec"`
+	// Waits (benchmarks that measure mutex waits by class) are each
+	// class's waits over the seeds: counts and means averaged, p90 and
+	// p99 the mean of the seeds' (upper bounds), max the largest.
+	Waits []sim.ClassWaits `json:"waits,omitempty"`
 	// SkewBoundNs is the largest clock skew bound among the cell's runs;
 	// Inexact says it is larger than the one asked for (Spec.MaxSkewNs):
 	// the figures are less exact than the table's header says.
@@ -102,12 +115,20 @@ func Build(f *File, m Metric, stat string, cost Cost) *Table {
 						cell.PerOp[k] += float64(r.Counts[k]) / ops
 					}
 				}
+				cell.Waits = addWaits(cell.Waits, r.Bench.Waits)
 			}
 			if n > 0 {
 				for k := range cell.PerOp {
 					cell.PerOp[k] /= float64(n)
 				}
 				cell.MeanWallSec = wall / float64(n)
+				for i := range cell.Waits {
+					w := &cell.Waits[i]
+					w.N /= uint64(n)
+					w.MeanNs /= int64(n)
+					w.P90Ns /= int64(n)
+					w.P99Ns /= int64(n)
+				}
 			}
 			cell.Inexact = f.Spec.MaxSkewNs > 0 && cell.SkewBoundNs > f.Spec.MaxSkewNs
 			cell.Stat, cell.CV = Stat(stat, cell.Values), CV(cell.Values)
@@ -123,6 +144,26 @@ func Build(f *File, m Metric, stat string, cost Cost) *Table {
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// addWaits adds one run's class waits into the sums (max: the largest).
+func addWaits(sum, ws []sim.ClassWaits) []sim.ClassWaits {
+	for _, w := range ws {
+		i := 0
+		for i < len(sum) && sum[i].Class != w.Class {
+			i++
+		}
+		if i == len(sum) {
+			sum = append(sum, sim.ClassWaits{Class: w.Class})
+		}
+		t := &sum[i]
+		t.N += w.N
+		t.MeanNs += w.MeanNs
+		t.P90Ns += w.P90Ns
+		t.P99Ns += w.P99Ns
+		t.MaxNs = max(t.MaxNs, w.MaxNs)
+	}
+	return sum
 }
 
 // cellText is a cell in the reports' format: "1.03 [ -2.88]( 2.71)".
@@ -151,6 +192,7 @@ func (t *Table) WriteText(w io.Writer) error {
 	if s.NewidleCostNs > 0 || s.NewidleCPUCostNs > 0 || s.NewidleTaskCostNs > 0 {
 		spin += fmt.Sprintf(", newidle cost %s a domain + %s a CPU + %s a task", fmtDur(s.NewidleCostNs), fmtDur(s.NewidleCPUCostNs), fmtDur(s.NewidleTaskCostNs))
 	}
+	spin += ", proxy costs " + sim.FormatProxyCosts(s.ProxyCosts)
 	fmt.Fprintf(w, "Test : %s (proxysim %s, %d CPUs %s, %d seeds from %d, virtual %s, strategy %s%s)\n", s.Bench, s.Workload, s.CPUs, s.Topology, s.Seeds, s.FirstSeed, fmtDur(s.SimTimeNs), s.Strategy, spin)
 	fmt.Fprintf(w, "Clocks : skew bound %s (every latency spans CPUs whose clocks may differ by that much per cross-CPU event)\n", fmtSkew(s.MaxSkewNs))
 	fmt.Fprintf(w, "Units : %s\n", t.Metric.Units)
@@ -198,15 +240,31 @@ func (t *Table) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(w, strings.Join(parts, " "))
 	}
+	cw := 14 // the config column: the longest name
+	for _, c := range s.Configs {
+		cw = max(cw, len(c))
+	}
+	if t.hasWaits() {
+		fmt.Fprintf(w, "\nMutex waits by class (from the fast path's failure to the acquisition, spinning or asleep; per seed, averaged; max over seeds; us):\n")
+		fmt.Fprintf(w, "%-12s %-*s %-6s %10s %10s %10s %10s %10s\n", strings.TrimSuffix(caseHeader(s.Bench), ":"), cw, "config", "class", "waits", "mean", "p90", "p99", "max")
+		for _, r := range t.Rows {
+			for _, c := range r.Cells {
+				for _, wt := range c.Waits {
+					fmt.Fprintf(w, "%-12s %-*s %-6s %10d %10.1f %10.1f %10.1f %10.1f\n", r.Label, cw, c.Config, wt.Class, wt.N,
+						float64(wt.MeanNs)/1e3, float64(wt.P90Ns)/1e3, float64(wt.P99Ns)/1e3, float64(wt.MaxNs)/1e3)
+				}
+			}
+		}
+	}
 	fmt.Fprintf(w, "\nCounts per operation (one %s; mean over seeds):\n", opName(s.Bench))
-	hdr := fmt.Sprintf("%-12s %-14s", strings.TrimSuffix(caseHeader(s.Bench), ":"), "config")
+	hdr := fmt.Sprintf("%-12s %-*s", strings.TrimSuffix(caseHeader(s.Bench), ":"), cw, "config")
 	for _, k := range PerOpCounts {
 		hdr += fmt.Sprintf(" %10s", perOpShort[k])
 	}
 	fmt.Fprintln(w, hdr)
 	for _, r := range t.Rows {
 		for _, c := range r.Cells {
-			line := fmt.Sprintf("%-12s %-14s", r.Label, c.Config)
+			line := fmt.Sprintf("%-12s %-*s", r.Label, cw, c.Config)
 			for _, k := range PerOpCounts {
 				line += fmt.Sprintf(" %10.4f", c.PerOp[k])
 			}
@@ -215,6 +273,17 @@ func (t *Table) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+func (t *Table) hasWaits() bool {
+	for _, r := range t.Rows {
+		for _, c := range r.Cells {
+			if len(c.Waits) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (t *Table) missingNote(r Row) string {
@@ -237,7 +306,7 @@ func rawUnits(m Metric) string {
 	switch m.Name {
 	case "time":
 		return "seconds"
-	case "throughput", "rps":
+	case "throughput", "rps", "fair_rps":
 		return "requests per second"
 	}
 	return "us"
@@ -249,6 +318,8 @@ func opName(bench string) string {
 		return "message"
 	case "schbench":
 		return "request"
+	case "inversion":
+		return "critical section"
 	case "chain":
 		return "contended acquisition of m0 by the RT task"
 	}

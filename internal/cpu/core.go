@@ -24,6 +24,7 @@ import (
 // the task that executes — the end of the donor's blocked_on chain.
 func (cp *CPU) schedule(preempt bool) {
 	c, r, m := cp.c, cp.rq, cp.m
+	cp.spendCharges()
 	c.IrqDisable() // local_irq_disable(), then rq_lock()
 	r.Lock(c)
 	cp.inSchedule = true
@@ -126,6 +127,7 @@ func (cp *CPU) schedule(preempt bool) {
 			}
 			if n == nil {
 				r.ZapBalanceCallbacks(c)
+				c.Charge(c.ProxyCosts.Repick) // pick_again: the pick runs once more
 				if pick > maxRepick {
 					m.Report(c, check.InvFPTNoWait, next, fmt.Sprintf("find_proxy_task asked for a re-pick %d times in one __schedule (%d tasks queued at its start): livelock", pick, (maxRepick-1000)/2))
 					next = proxy.ReschedIdle(c, r)
@@ -157,6 +159,7 @@ func (cp *CPU) schedule(preempt bool) {
 					// assert_balance_callbacks_empty() would WARN on
 					// what the first pick queued (docs/kernel-map.md).
 					r.ZapBalanceCallbacks(c)
+					c.Charge(c.ProxyCosts.Repick)
 					if pick > maxRepick {
 						m.Report(c, check.InvFPTNoWait, next, fmt.Sprintf("core re-pick for the owner of donor %v asked for %d times in one __schedule: livelock", next, pick))
 						next = proxy.ReschedIdle(c, r)

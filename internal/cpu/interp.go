@@ -29,6 +29,7 @@ func dur(p *task.Task, op *task.Op) int64 {
 // RUNNING. A step is at most one instruction, and compute is cut at the
 // next tick, timer or epoch end so that interrupts are taken on time.
 func (cp *CPU) step(p *task.Task) {
+	cp.spendCharges()
 	ex := &p.Exec
 	if ex.Exited {
 		// Exited but still current: schedule it away.
@@ -52,6 +53,15 @@ func (cp *CPU) step(p *task.Task) {
 	}
 	if int(op.Kind) < len(ops) && ops[op.Kind] != nil {
 		ops[op.Kind](cp, p, op)
+	}
+}
+
+// spendCharges spends the time charged for the series' own work
+// (percpu.Ctx.Pending) as execution time of what runs now.
+func (cp *CPU) spendCharges() {
+	if d := cp.c.Pending; d > 0 {
+		cp.c.Pending = 0
+		cp.advance(d)
 	}
 }
 
@@ -81,6 +91,7 @@ var ops = [...]func(cp *CPU, p *task.Task, op *task.Op){
 	task.OpWWLockSlow:     (*CPU).opLock,
 	task.OpWWUnlock:       (*CPU).opUnlock,
 	task.OpWWFini:         (*CPU).opWWFini,
+	task.OpSys:            (*CPU).opSys,
 }
 
 // opCompute runs compute for at most the budget to the next tick, timer or epoch end.
@@ -191,6 +202,7 @@ func (cp *CPU) opLock(p *task.Task, op *task.Op) {
 			cp.lockResult(p, op, mx, st, ctx, mutex.LockAcquired)
 			return
 		}
+		c.Inc(stats.MutexFastMisses)
 		mutex.ContentionBegin(c, p)
 		if ctx != nil && ctx.Acquired == 0 {
 			// "Reset the wounded flag after a kill." (M, at the top of

@@ -38,16 +38,20 @@ type Config struct {
 	Proxy          bool  // sched_proxy_exec
 	SleepingOwners bool  // [full] sleeping-owner parking (else proxy_deactivate)
 	ProxySingleRQ  bool  // upstream's single-runqueue proxying: no proxy migration (proxy_deactivate)
-	Bugs           bugs.Set
-	Seed           uint64
-	RingSize       int   // flight-recorder events per CPU
-	Balance        int64 // virtual ns between periodic balance passes
-	AuditEvery     int   // audit every N epochs (0: never)
-	ProgressBound  int64 // virtual ns a runnable task may wait (0: off)
-	WakingBound    int64 // virtual ns a woken donor may stay queued unplaced (invariant 10; 0: off)
-	WallLimit      time.Duration
-	HangTimeout    time.Duration
-	ShuffleEvery   int64 // virtual ns between affinity shuffles per busy CPU (0: off)
+	// ProxyCosts are the virtual ns the series' own work costs where it
+	// happens (percpu.ProxyCosts; zero: free, the default of run and
+	// stress, whose golden traces and reproducers predate them).
+	ProxyCosts    percpu.ProxyCosts
+	Bugs          bugs.Set
+	Seed          uint64
+	RingSize      int   // flight-recorder events per CPU
+	Balance       int64 // virtual ns between periodic balance passes
+	AuditEvery    int   // audit every N epochs (0: never)
+	ProgressBound int64 // virtual ns a runnable task may wait (0: off)
+	WakingBound   int64 // virtual ns a woken donor may stay queued unplaced (invariant 10; 0: off)
+	WallLimit     time.Duration
+	HangTimeout   time.Duration
+	ShuffleEvery  int64 // virtual ns between affinity shuffles per busy CPU (0: off)
 	// SignalRate is signals sent per second of busy (ticking) virtual time
 	// per CPU (stress --signal-rate; 0: off); SignalFatal the fraction of
 	// them that are SIGKILL (the task exits when it handles one).
@@ -171,6 +175,11 @@ type Machine struct {
 	retiredRuntime int64
 	mutexes        []*mutex.Mutex
 	wwClasses      []*mutex.WWClass // read-only once the machine starts
+	// objs are the benchmark workloads' kernel objects (sys.go), objKinds
+	// their kinds: the slices are read-only once the machine starts; each
+	// object's fields say which lock guards them.
+	objs     []any
+	objKinds []task.ObjKind
 
 	Log   *trace.Log
 	Dep   *spinlock.Validator
@@ -353,7 +362,7 @@ func New(cfg Config) (*Machine, error) {
 			lc.Hooks = cfg.Hooks(i)
 		}
 		c := &percpu.Ctx{CPU: lc, Trace: m.Log.Rings[i], Stats: st,
-			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(i)*0x9e3779b97f4a7c15+1)), Proxy: cfg.Proxy, ProxySingleRQ: cfg.ProxySingleRQ, Bugs: cfg.Bugs,
+			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(i)*0x9e3779b97f4a7c15+1)), Proxy: cfg.Proxy, ProxySingleRQ: cfg.ProxySingleRQ, Bugs: cfg.Bugs, ProxyCosts: cfg.ProxyCosts,
 			OnWarn: m.warn}
 		lc.Describe = func() (string, int64) {
 			if p := r.Curr(); !p.Idle {
@@ -514,6 +523,9 @@ func (m *Machine) AddTask(s TaskSpec) (*task.Task, error) {
 	}
 	if !s.Mask.Has(s.CPU) {
 		return nil, fmt.Errorf("cpu: task %s: initial cpu %d outside its mask %v", s.Name, s.CPU, s.Mask)
+	}
+	if err := m.checkSysOps(s.Name, s.Prog); err != nil {
+		return nil, err
 	}
 	id := len(m.tasks)
 	p, err := m.newTask(id, s.Name, s, m.cpus[s.CPU].c)

@@ -576,7 +576,8 @@ func (a *analysis) reverseNesting() int {
 }
 
 // classNames are the lock classes by number (internal/spinlock's).
-var classNames = []string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other", "siglock", "shared_runq->lock"}
+var classNames = []string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other", "siglock", "shared_runq->lock",
+	"wq_head->lock", "sk_lock.slock", "unix_sock->lock"}
 
 func classOf(name string) int {
 	for i, n := range classNames {

@@ -82,6 +82,7 @@ func FindProxyTask(c *percpu.Ctx, mach Machine, r *rq.RQ, donor *task.Task) *tas
 	for p = donor; p.IsBlocked(); p = owner {
 		links++
 		c.Inc(stats.FindProxyTaskSpins)
+		c.Charge(c.ProxyCosts.Link)
 		c.YieldPoint()
 		if links > MaxChain {
 			mach.Report(c, check.InvChainAcyclic, donor, fmt.Sprintf("blocked_on chain from %v longer than %d links: deadlock (mutex cycle)", donor, MaxChain))
@@ -433,6 +434,7 @@ func MigrateTask(c *percpu.Ctx, mach Machine, r *rq.RQ, p *task.Task, target int
 		t = t.BlockedDonor() // the rq lock pins the chain; the kernel leaves the links set
 	}
 	c.Inc(stats.ProxyMigrations)
+	c.Charge(c.ProxyCosts.Migrate)
 	if !c.Bug(bugs.StaleBalanceCallbacks) {
 		r.ZapBalanceCallbacks(c)
 	}
@@ -524,6 +526,7 @@ func NeedsReturn(c *percpu.Ctx, r *rq.RQ, p *task.Task) bool {
 		r.BlockTask(c, p, task.Waking)
 	}
 	c.Inc(stats.ReturnMigrations)
+	c.Charge(c.ProxyCosts.Return)
 	return true
 }
 
@@ -558,6 +561,7 @@ func EnqueueOnOwner(c *percpu.Ctx, r *rq.RQ, owner, p *task.Task) {
 	ReschedIdle(c, r)
 	r.BlockTask(c, p, p.State())
 	c.Inc(stats.SleepingOwnerEnqueues)
+	c.Charge(c.ProxyCosts.Park)
 	c.Emit(trace.EvParkOnOwner, int32(p.ID), int32(owner.ID), 0, 0)
 }
 
@@ -703,5 +707,6 @@ func doActivateBlockedWaiter(c *percpu.Ctx, mach Machine, target int, owner, w *
 	tr.ReschedCurr(c)
 	tr.Unlock(c)
 	c.Inc(stats.BlockedWaiterActivations)
+	c.Charge(c.ProxyCosts.Park)
 	c.Emit(trace.EvActivate, int32(w.ID), int32(owner.ID), int32(target), 0)
 }

@@ -67,8 +67,37 @@ type BenchFigures struct {
 	// next wait).
 	P99WakeupLatencyNs  int64 `json:"p99_wakeup_latency_ns"`
 	P99RequestLatencyNs int64 `json:"p99_request_latency_ns"`
+	// Waits (inversion) are the serving groups' mutex waits by
+	// scheduling class, "rt" and "fair".
+	Waits []ClassWaits `json:"waits,omitempty"`
 	// Chain holds the chain benchmark's figures (Summary.Chain).
 	Chain *ChainFigures `json:"chain,omitempty"`
+}
+
+// ClassWaits is the distribution of one scheduling class's mutex waits
+// (from the fast path's failure to the acquisition, spinning or asleep): how many, and their
+// mean, p90, p99 (upper bounds: the top of the histogram bucket) and max.
+type ClassWaits struct {
+	Class  string `json:"class"`
+	N      uint64 `json:"n"`
+	MeanNs int64  `json:"mean_ns"`
+	P90Ns  int64  `json:"p90_ns"`
+	P99Ns  int64  `json:"p99_ns"`
+	MaxNs  int64  `json:"max_ns"`
+}
+
+// Wait returns the waits of class, or a zero ClassWaits.
+func (b *BenchFigures) Wait(class string) ClassWaits {
+	for _, w := range b.Waits {
+		if w.Class == class {
+			return w
+		}
+	}
+	return ClassWaits{Class: class}
+}
+
+func classWaits(class string, h *stats.Hist) ClassWaits {
+	return ClassWaits{Class: class, N: h.N, MeanNs: mean(h), MaxNs: h.Max, P90Ns: h.QuantileBound(0.90), P99Ns: h.QuantileBound(0.99)}
 }
 
 // ChainFigures are a chain of locks' figures (workload.Chain): the
@@ -142,7 +171,8 @@ func benchFigures(sc *workload.Scenario, tasks []*task.Task, simTime int64) *Ben
 	for _, g := range mt.Groups {
 		serving[g] = true
 	}
-	var wake, req stats.Hist
+	var wake, userWake, req, rtWait, fairWait stats.Hist
+	var fairReqs uint64
 	for _, p := range tasks {
 		if p == nil {
 			continue
@@ -155,7 +185,14 @@ func benchFigures(sc *workload.Scenario, tasks []*task.Task, simTime int64) *Ben
 		if serving[p.Group] {
 			b.Requests += p.Stats.Requests
 			wake.Merge(&p.Stats.WakeLatency)
+			userWake.Merge(&p.Stats.UserWake)
 			req.Merge(&p.Stats.ReqLatency)
+			if p.RT() {
+				rtWait.Merge(&p.Stats.MutexWait)
+			} else {
+				fairWait.Merge(&p.Stats.MutexWait)
+				fairReqs += p.Stats.Requests
+			}
 		}
 	}
 	if mt.Kind != workload.MeritFinish {
@@ -171,6 +208,18 @@ func benchFigures(sc *workload.Scenario, tasks []*task.Task, simTime int64) *Ben
 		b.RequestsPerSec = float64(b.Requests) / (float64(span) / 1e9)
 	}
 	b.P99WakeupLatencyNs = wake.QuantileBound(0.99)
+	if userWake.N > 0 {
+		// The benchmark measures its wake-ups itself (schbench): its figure.
+		b.P99WakeupLatencyNs = userWake.QuantileBound(0.99)
+	}
 	b.P99RequestLatencyNs = req.QuantileBound(0.99)
+	if mt.Kind == workload.MeritInversion {
+		b.Waits = []ClassWaits{classWaits("rt", &rtWait), classWaits("fair", &fairWait)}
+		if span > 0 {
+			// The figure of throughput is the fair holders' critical
+			// sections: what the RT thread's gain costs them.
+			b.RequestsPerSec = float64(fairReqs) / (float64(span) / 1e9)
+		}
+	}
 	return b
 }

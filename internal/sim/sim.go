@@ -12,6 +12,7 @@ import (
 	"github.com/proxysim/proxysim/internal/conductor"
 	"github.com/proxysim/proxysim/internal/cpu"
 	"github.com/proxysim/proxysim/internal/inject"
+	"github.com/proxysim/proxysim/internal/percpu"
 	"github.com/proxysim/proxysim/internal/rq"
 	"github.com/proxysim/proxysim/internal/spinlock"
 	"github.com/proxysim/proxysim/internal/stats"
@@ -57,6 +58,9 @@ type Options struct {
 	SRQShardSize      int
 	SRQBailouts       rq.SRQBailout
 	SRQToggleInterval time.Duration
+	// ProxyCosts are the virtual ns the proxy-execution series' own work
+	// costs where it happens (--proxy-costs; zero: free).
+	ProxyCosts percpu.ProxyCosts
 	// NewidleCost, NewidleCPUCost and NewidleTaskCost are the virtual
 	// time newidle balancing costs: per domain balanced (and per
 	// shared_runq lock taken), per CPU of the span read, per task
@@ -288,6 +292,7 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		cfg.SRQ = &cpu.SRQOptions{Enabled: o.SharedRunq == "on", Hooks: o.SRQHooks, ShardSize: o.SRQShardSize,
 			Bailouts: o.SRQBailouts, ToggleEvery: int64(o.SRQToggleInterval)}
 	}
+	cfg.ProxyCosts = o.ProxyCosts
 	cfg.NewidleCost = int64(o.NewidleCost)
 	cfg.NewidleCPUCost = int64(o.NewidleCPUCost)
 	cfg.NewidleTaskCost = int64(o.NewidleTaskCost)
@@ -382,6 +387,11 @@ func Build(o Options, sc *workload.Scenario) (*Run, error) {
 		k := m.AddWWClass(w.Name, w.WaitDie)
 		for j := 0; j < w.Count; j++ {
 			m.AddWWMutex(fmt.Sprintf("%s%d", w.Name, j), k)
+		}
+	}
+	for _, ob := range sc.Objects {
+		if _, err := m.AddObject(cpu.ObjSpec{Kind: ob.Kind, Name: ob.Name, Mutex: ob.Mutex, Size: ob.Size, Msg: ob.Msg}); err != nil {
+			return nil, err
 		}
 	}
 	if o.OnSetup != nil {

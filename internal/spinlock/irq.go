@@ -32,8 +32,14 @@ import "strconv"
 // raw_spin_rq_lock() leaves the IRQ state to its caller (rq_lock_irq,
 // rq_lock_irqsave, task_rq_lock, __schedule's local_irq_disable), and that
 // is where the kernel has made mistakes.
+//
+// The wait queue head's lock is spin_lock_irqsave in prepare_to_wait and
+// __wake_up_common_lock. sk_lock.slock (spin_lock_bh) and unix_sock->lock
+// (spin_lock) only keep softirqs off or nothing; the model has no
+// bottom-half state and holds them with IRQs off, which is stricter: it
+// gives them no usage bit.
 var irqsaveClass = [NumClasses]bool{ClassPiLock: true, ClassWaitLock: true, ClassBlockedLock: true,
-	ClassTimer: true, ClassOther: true, ClassSigLock: true}
+	ClassTimer: true, ClassOther: true, ClassSigLock: true, ClassWaitQueue: true, ClassSockLock: true, ClassUnixState: true}
 
 // IrqDisable is local_irq_save() / local_irq_disable(): the start of a
 // section with hard IRQs off. Sections nest; IrqEnable ends the innermost.

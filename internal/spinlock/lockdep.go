@@ -8,9 +8,13 @@ import (
 
 // rank is the documented acquisition order (outer first) of
 // the proxy-execution series (siglock -> pi_lock -> rq->lock -> wait_lock ->
-// blocked_lock -> shared_runq->lock). Leaves (the timer, completion and
-// shard locks) rank above everything: nothing is taken under them.
-var rank = [NumClasses]int{ClassPiLock: 0, ClassRQ: 1, ClassWaitLock: 2, ClassBlockedLock: 3, ClassTimer: 9, ClassOther: 9, ClassSigLock: -1, ClassShard: 9}
+// blocked_lock -> shared_runq->lock), with the socket locks and the wait
+// queue lock of the benchmark paths outside it (sk_lock.slock or
+// unix_sock->lock -> wq_head->lock -> pi_lock). Leaves (the timer,
+// completion and shard locks) rank above everything: nothing is taken
+// under them.
+var rank = [NumClasses]int{ClassPiLock: 0, ClassRQ: 1, ClassWaitLock: 2, ClassBlockedLock: 3, ClassTimer: 9, ClassOther: 9, ClassSigLock: -1, ClassShard: 9,
+	ClassWaitQueue: -2, ClassSockLock: -3, ClassUnixState: -3}
 
 // Inversion is one lock-order violation.
 type Inversion struct {

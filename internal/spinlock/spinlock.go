@@ -31,10 +31,23 @@ const (
 	// through activate/deactivate_task, under a task's blocked_lock;
 	// nothing is taken under it.
 	ClassShard
+	// ClassWaitQueue is a wait queue head's lock (wq_head->lock):
+	// __wake_up_common_lock holds it across try_to_wake_up, so it is
+	// outside pi_lock.
+	ClassWaitQueue
+	// ClassSockLock is a socket's sk_lock.slock (lock_sock, release_sock,
+	// bh_lock_sock) and ClassUnixState a unix socket's u->lock
+	// (unix_state_lock): both are held across a wait queue's lock
+	// (release_sock's wake-up of sk_lock.wq, sk_data_ready under
+	// bh_lock_sock, unix_stream_data_wait's prepare_to_wait), so they are
+	// outside it.
+	ClassSockLock
+	ClassUnixState
 	NumClasses
 )
 
-var classNames = [NumClasses]string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other", "siglock", "shared_runq->lock"}
+var classNames = [NumClasses]string{"pi_lock", "rq->lock", "wait_lock", "blocked_lock", "timer_base", "other", "siglock", "shared_runq->lock",
+	"wq_head->lock", "sk_lock.slock", "unix_sock->lock"}
 
 func (k Class) String() string {
 	if k < NumClasses {
@@ -118,7 +131,7 @@ type CPU struct {
 	held  [maxHeld]*Lock
 	nHeld int
 	// known[h] has bit t set once this CPU saw Dep record the edge h -> t.
-	known [NumClasses]uint8
+	known [NumClasses]uint16
 	// usageKnown[k] is the subset of Dep's usage bits of class k this CPU
 	// has seen set (they are only ever added).
 	usageKnown [NumClasses]Usage

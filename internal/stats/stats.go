@@ -130,10 +130,32 @@ const (
 	NewidleCutDomain       // newidle domain walks stopped before a domain: avg_idle < the walk's cost so far + that domain's max_newidle_lb_cost
 	NewidleCostNs          // virtual ns spent in newidle domain walks (their cost, charged to nobody)
 	BlockedWaiterDeadSkips // do_activate_blocked_waiter found the waiter TASK_DEAD and left it (finding F15's fix)
-	IPIsTaken              // IPIs taken by their target (sendings that found IPIs already pending are taken together)
-	IPILatenessNs          // virtual ns between an IPI's sending and its taking, summed (the clocks' skew as messages see it)
-	SchedIdleFast          // __schedule(SM_IDLE) with nothing queued: the idle task stays, no pick_next_task
-	CoreTagRounds          // stress: core-scheduling toggler rounds (every cookie taken away, or given back)
+	// The proxy-execution series' overheads charged in virtual time
+	// (percpu.ProxyCosts): the ns charged, and the events charged.
+	ProxyCostNs
+	// Kernel objects of the benchmark workloads (internal/cpu/wait.go,
+	// pipe.go, sock.go, futex.go).
+	WaitQueueSleeps // schedule() calls in a wait loop (wait_event, __lock_sock, sk_wait_data, futex_wait)
+	WaitQueueWakes  // tasks a wake-up of a wait queue or futex woke (try_to_wake_up succeeded)
+	PipeFull        // pipe_write found the ring full and waited on wr_wait
+	PipeEmpty       // pipe_read found the pipe empty and waited on rd_wait
+	SndbufWaits     // sock_alloc_send_pskb found sk_wmem_alloc at sk_sndbuf and waited
+	SockEmpty       // a socket reader found its receive queue empty and waited
+	SockLockWaits   // lock_sock found the socket owned by another task (__lock_sock)
+	SockBacklog     // segments the receive path put on the backlog: the socket's user owned it
+	FutexWaits      // FUTEX_WAIT calls
+	FutexWakes      // FUTEX_WAKE calls
+	USpinTurns      // turns of a user-space trylock spin (schbench's per-CPU lock)
+	USpinRetries    // per-CPU user locks released again: the task had moved to another CPU
+	// MutexFastMisses are mutex_lock calls whose fast path failed (the
+	// lock was owned): contention, whether a spin or the slow path
+	// resolved it (mutex_contentions counts the waiters queued).
+	MutexFastMisses
+	SockLocks     // lock_sock acquisitions (sk_lock.owned taken)
+	IPIsTaken     // IPIs taken by their target (sendings that found IPIs already pending are taken together)
+	IPILatenessNs // virtual ns between an IPI's sending and its taking, summed (the clocks' skew as messages see it)
+	SchedIdleFast // __schedule(SM_IDLE) with nothing queued: the idle task stays, no pick_next_task
+	CoreTagRounds // stress: core-scheduling toggler rounds (every cookie taken away, or given back)
 	NumCounters
 )
 
@@ -167,6 +189,10 @@ var CounterNames = [NumCounters]string{
 	"newidle_balances", "newidle_domains", "newidle_pulls",
 	"newidle_cut_ttwu_pending", "newidle_cut_overload", "newidle_cut_avg_idle", "newidle_cut_domain", "newidle_cost_ns",
 	"blocked_waiter_dead_skips",
+	"proxy_cost_ns",
+	"wait_queue_sleeps", "wait_queue_wakes", "pipe_full", "pipe_empty", "sndbuf_waits", "sock_empty",
+	"sock_lock_waits", "sock_backlog", "futex_waits", "futex_wakes", "uspin_turns", "uspin_retries",
+	"mutex_fastpath_misses", "sock_locks",
 	"ipis_taken", "ipi_lateness_ns",
 	"sched_idle_fast", "core_tag_rounds",
 }

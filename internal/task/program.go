@@ -35,11 +35,17 @@ const (
 	OpWWLockSlow // ww_mutex_lock_slow(ctx's contended lock, ctx) after a back-off; nothing if none is pending
 	OpWWUnlock   // ww_mutex_unlock(Mutex)
 	OpWWFini     // ww_acquire_fini(ctx): close the context (it must hold nothing)
+	// OpSys is one step of a kernel path on a kernel object, or of a
+	// user-space synchronisation primitive, that the benchmark workloads
+	// model (Op.Sys on object Op.Obj: pipe_write's part under pipe->mutex,
+	// a wait_event on a wait queue, lock_sock, a futex wait ...; see
+	// SysOp). Built-in benchmarks only: scenario files cannot name one.
+	OpSys
 	NumOps
 )
 
 var opNames = [NumOps]string{"compute", "lock", "unlock", "sleep", "wait", "wake", "yield", "affinity", "setprio", "loop", "choose", "exit", "cookie", "signal", "kill", "migrate_disable", "migrate_enable", "offline", "online",
-	"ww_acquire_init", "ww_lock", "ww_lock_slow", "ww_unlock", "ww_acquire_fini"}
+	"ww_acquire_init", "ww_lock", "ww_lock_slow", "ww_unlock", "ww_acquire_fini", "sys"}
 
 func (k OpKind) String() string {
 	if k < NumOps {
@@ -80,6 +86,9 @@ func (op *Op) Name() string {
 	if op.Kind == OpWWLock && op.LockMode == LockInterruptible {
 		return "ww_lock_interruptible"
 	}
+	if op.Kind == OpSys {
+		return op.Sys.String()
+	}
 	return op.Kind.String()
 }
 
@@ -101,7 +110,7 @@ func ParseOpName(s string) (OpKind, LockMode, bool) {
 // ParseOpKind maps a name back to its OpKind.
 func ParseOpKind(s string) (OpKind, bool) {
 	for i, n := range opNames {
-		if n == s {
+		if n == s && OpKind(i) != OpSys { // sys operations are built-in benchmark code
 			return OpKind(i), true
 		}
 	}
@@ -129,6 +138,11 @@ type Op struct {
 	Class    int      // OpWWInit: ww_class index
 	Count    int      // OpLoop: iterations (0: forever)
 	Prob     float64
+	// Sys and Obj (OpSys) are the operation and the kernel (or
+	// user-space) object it works on: an index into the machine's
+	// objects (cpu.Machine.AddObject).
+	Sys SysOp
+	Obj int
 }
 
 // Program is a task's code.
@@ -199,6 +213,16 @@ func (pr *Program) Validate(nMutex, nTask int) error {
 		case OpWWInit:
 			if op.Class < 0 {
 				return fmt.Errorf("op %d (%s): bad ww class %d", i, op.Kind, op.Class)
+			}
+		case OpSys:
+			if op.Sys == 0 || op.Sys >= NumSysOps {
+				return fmt.Errorf("op %d (%s): unknown sys operation %d", i, op.Kind, op.Sys)
+			}
+			if op.Obj < 0 {
+				return fmt.Errorf("op %d (%s): object %d out of range", i, op.Sys, op.Obj)
+			}
+			if op.Sys.Jumps() && (op.Jump < 0 || op.Jump >= len(pr.Ops)) {
+				return fmt.Errorf("op %d (%s): jump target %d out of range 0-%d", i, op.Sys, op.Jump, len(pr.Ops)-1)
 			}
 		}
 		switch op.Kind {

@@ -430,6 +430,10 @@ type Task struct {
 	// runs the task.
 	Exec ExecState
 
+	// Wait is the task's wait queue entry (OpSys waits); its fields say
+	// which lock guards them.
+	Wait WaitEntry
+
 	// Stats is written only by the CPU running the task (or its waker,
 	// under PiLock); read after the run stops.
 	Stats TaskStats
@@ -460,6 +464,10 @@ type TaskStats struct {
 	Requests   uint64
 	ReqLatency stats.Hist
 	ExitAt     int64
+	// UserWake is the wake-up latency a benchmark measures itself, in
+	// user space (schbench: from the waker's timestamp before its
+	// FUTEX_WAKE to the sleeper's after FUTEX_WAIT returns).
+	UserWake stats.Hist
 	// MutexMarks log the task's slow-path acquisitions and its releases
 	// of the mutexes a scenario traces (a chain's head and end: the
 	// unwinding is measured from them), up to MaxMutexMarks.
@@ -506,6 +514,8 @@ type ExecState struct {
 	Reaped    bool   // the last switch-out after exit dropped the task's own reference
 	// WW is the open ww_acquire_ctx (ww_acquire_init .. _fini), or nil.
 	WW *WWCtx
+	// Sys is the state of the system call the program is in (OpSys).
+	Sys SysState
 }
 
 // RRTimeslice is sched_rr_timeslice (RR_TIMESLICE, 100 ms) in virtual ns.
@@ -528,6 +538,7 @@ func New(id int, name string, ncpu, cpu int) *Task {
 	p.WakeCPU = cpu
 	p.SE.QueueCPU = -1
 	p.Exec.TimerCPU = -1
+	p.Exec.Sys.Slot = -1
 	p.PinnedCPU = -1
 	p.usage.Store(1)
 	return p

@@ -59,6 +59,7 @@ const (
 	EvDLAdmission                // Task, A=0 admitted, 1 refused (-EBUSY: bandwidth), 2 sched_setattr refused (-EPERM: mask short of the root domain), 3 sched_setaffinity of a DL task refused (-EBUSY)
 	EvDelayed                    // Task, A=cpu, B=1 if its sleep dequeue was delayed (sched_delayed set), 0 if a wake-up requeued it
 	EvFork                       // Task (the new one), A=cpu it was placed on, B=generation of its slot: wake_up_new_task of a respawned task
+	EvSys                        // Task, A=task.SysOp, B=object, C=SysWait* (a benchmark path's kernel object: a wait, or the step that found it must wait)
 	NumKinds
 )
 
@@ -68,7 +69,14 @@ var kindNames = [NumKinds]string{"switch", "wake", "wake_runnable", "migrate", "
 	"core_pick", "cookie", "lock_eintr", "signal", "signal_handled", "spurious_wake", "spin", "spin_end",
 	"srq_pop", "srq_recheck", "srq_drain", "hotplug", "migrate_disable", "core_flip",
 	"ww_wound", "ww_die", "ww_backoff",
-	"dl_throttle", "dl_replenish", "dl_admission", "delayed", "fork"}
+	"dl_throttle", "dl_replenish", "dl_admission", "delayed", "fork", "sys"}
+
+// What an EvSys records (its C).
+const (
+	SysWaits   = 1 // the path must wait (ring full, queue empty, socket owned)
+	SysSleep   = 2 // schedule() in the path's wait loop
+	SysBacklog = 3 // a segment went to the socket's backlog: its user owned it
+)
 
 // Why a shared_runq pull failed its recheck under task_rq_lock
 // (EvSRQRecheck's A).

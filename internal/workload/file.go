@@ -853,6 +853,9 @@ func (p *parser) group(sc *scope, n *node, path string, g *Group, h *groupHead) 
 var instructionNames = func() string {
 	var b strings.Builder
 	for k := task.OpKind(0); k < task.NumOps; k++ {
+		if k == task.OpSys {
+			continue // built-in benchmark code only
+		}
 		if k > 0 {
 			b.WriteString(", ")
 		}
@@ -1404,6 +1407,9 @@ func fmtDuration(ns int64) string {
 func encodeOp(s *Scenario, op Op) (string, error) {
 	if op.Target != 0 {
 		return "", fmt.Errorf("absolute target task %d not representable (use TargetGroup)", op.Target)
+	}
+	if op.Kind == task.OpSys {
+		return "", fmt.Errorf("%s: a benchmark's kernel-object instruction, not representable in a scenario file", op.Sys)
 	}
 	key := op.Op.Name()
 	var v any

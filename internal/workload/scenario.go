@@ -44,6 +44,23 @@ type Op struct {
 	TargetIndex  int // index within the group, or Self
 	TargetOffset int // added to the task's own index when TargetIndex is Self
 	MutexMode    int
+	// ObjPlus (OpSys): the object is Op.Obj plus the task's index within
+	// its group (each task of a group has its own: a receiver's pipe, a
+	// worker's thread_data).
+	ObjPlus bool
+}
+
+// Object is a kernel object of a benchmark workload (task.ObjKind): a
+// pipe, a unix stream pair, a TCP connection, a schbench thread, a user
+// lock array. Scenario files cannot declare one.
+type Object struct {
+	Kind task.ObjKind
+	Name string
+	// Mutex is its struct mutex (an index into Scenario.Mutexes), -1 for
+	// none; Size and Msg as cpu.ObjSpec.
+	Mutex int
+	Size  int
+	Msg   int
 }
 
 // Group is a set of identical tasks.
@@ -81,8 +98,11 @@ type Scenario struct {
 	CoreSched string
 	Mutexes   []string
 	// WW lists the ww classes and their ww_mutexes.
-	WW     []WWSet
-	Groups []Group
+	WW []WWSet
+	// Objects are the kernel objects of a benchmark workload, in the
+	// order the machine creates them (OpSys's Obj indexes them).
+	Objects []Object
+	Groups  []Group
 	// Merit, for a benchmark workload (Benchmark), says what its figure
 	// of merit measures; nil for every other workload.
 	Merit *Merit
@@ -231,6 +251,17 @@ func (s *Scenario) Plan(ncpu int, seed uint64) ([]TaskPlan, error) {
 				}
 				if o.Kind == task.OpWWInit {
 					o.Class = g.WWSet
+				}
+				if o.Kind == task.OpSys && op.ObjPlus {
+					o.Obj += i
+				}
+				if o.Kind == task.OpSys && o.Sys.ObjKind() != task.ObjNone {
+					if o.Obj < 0 || o.Obj >= len(s.Objects) {
+						return nil, fmt.Errorf("groups[%d] (%s).program[%d]: %s of object %d, but the scenario has %d objects", gi, g.Name, k, o.Sys, o.Obj, len(s.Objects))
+					}
+					if s.Objects[o.Obj].Kind != o.Sys.ObjKind() {
+						return nil, fmt.Errorf("groups[%d] (%s).program[%d]: %s works on a %v, object %d (%s) is a %v", gi, g.Name, k, o.Sys, o.Sys.ObjKind(), o.Obj, s.Objects[o.Obj].Name, s.Objects[o.Obj].Kind)
+					}
 				}
 				if op.TargetGroup >= 0 {
 					if op.TargetGroup >= len(s.Groups) {
