@@ -147,7 +147,14 @@ func (a *auditor) queues() {
 		// queued here whose owner is TASK_WAKING on this CPU's wake list
 		// waits for exactly that).
 		if r.Curr() == r.Idle && len(ts) > 0 && !r.NeedResched() && !forcedIdle && !allDelayed(ts) && !a.v.IPIPending(cpu) {
-			a.fail(check.InvProgress, cpu, ts[0], "cpu%d idles with %d queued tasks and no reschedule pending: they will not run until something else kicks it", cpu, len(ts))
+			if q := r.PeekBestHiClass(); q != nil {
+				// An RT or DL task outranks the idle donor: invariant 65
+				// on a CPU whose tick is stopped (NOHZ), so no tick of
+				// its own would ever report it.
+				a.fail(check.InvDonorOutranked, cpu, q, "cpu%d idles with %v (%s) queued among %d tasks and no reschedule pending: it will not run until something else kicks the CPU", cpu, q, rq.RankString(q), len(ts))
+			} else {
+				a.fail(check.InvProgress, cpu, ts[0], "cpu%d idles with %d queued tasks and no reschedule pending: they will not run until something else kicks it", cpu, len(ts))
+			}
 		}
 	}
 	for _, p := range a.v.Tasks() {

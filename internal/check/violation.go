@@ -61,6 +61,7 @@ const (
 	InvCoreTree          Invariant = 62 // rq->core_tree holds exactly the rq's queued, non-delayed tasks with a cookie, each linked with its key after the class enqueue
 	InvExitedDead        Invariant = 63 // a task that ran do_exit stays TASK_DEAD: never woken, enqueued or run again
 	InvDLThrottledPick   Invariant = 64 // pick_next_task never returns a throttled SCHED_DEADLINE task (one off the dl tree waiting for its dl_timer)
+	InvDonorOutranked    Invariant = 65 // a queued RT/DL task that outranks rq->donor (class, prio, deadline) has need_resched set on its CPU at once after wakeup_preempt, and within a tick whatever queued it
 )
 
 var invNames = map[Invariant]string{
@@ -87,6 +88,7 @@ var invNames = map[Invariant]string{
 	InvCoreTree:        "core-tree",
 	InvExitedDead:      "exited-dead",
 	InvDLThrottledPick: "dl-throttled-pick",
+	InvDonorOutranked:  "donor-outranked",
 }
 
 // Name returns the invariant's stable name (metric label, JSON).

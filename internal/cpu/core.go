@@ -182,6 +182,7 @@ func (cp *CPU) schedule(preempt bool) {
 	if !keepResched {
 		prev.ClearTskNeedResched() // picked:
 	}
+	cp.outrankedSince = -1 // the pick ran: invariant 65's time starts again
 	if next != prev {
 		if prev != r.Idle {
 			migrateDisableSwitch(r, prev)

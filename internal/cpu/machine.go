@@ -370,7 +370,7 @@ func New(cfg Config) (*Machine, error) {
 			}
 			return fmt.Sprintf("swapper/%d/0", r.CPU), c.Now
 		}
-		cp := &CPU{m: m, id: i, rq: r, c: c, kick: make(chan struct{}, 1), nextTick: cfg.Tick}
+		cp := &CPU{m: m, id: i, rq: r, c: c, kick: make(chan struct{}, 1), nextTick: cfg.Tick, outrankedSince: -1}
 		cp.ipiAt.Store(noIPI)
 		cp.undo = noUndo
 		cp.timerLock.Init(spinlock.ClassTimer, i)

@@ -16,3 +16,5 @@ func mutantUnlockedEnqueue(*percpu.Ctx, *rq.RQ, *task.Task) bool { return false 
 func mutantSelectIgnoresMask(*Machine, *task.Task) (int, bool) { return 0, false }
 
 func mutantFPTRetry() bool { return false }
+
+func mutantPushNoResched() bool { return false }

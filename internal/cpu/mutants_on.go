@@ -15,6 +15,7 @@ var mutations struct {
 	selectIgnoresMask     bool // select_task_rq ignores the affinity mask
 	unlockedRemoteEnqueue bool // ttwu enqueues on a remote runqueue without its lock
 	fptRetryForever       bool // find_proxy_task asks for a re-pick and changes nothing
+	pushNoResched         bool // push_rt_tasks moves a task to lowest_rq without resched_curr(lowest_rq)
 }
 
 // mutantFPTRetry: find_proxy_task's answer becomes "pick again" with
@@ -43,3 +44,10 @@ func mutantSelectIgnoresMask(m *Machine, p *task.Task) (int, bool) {
 	}
 	return 0, false
 }
+
+// mutantPushNoResched: push_rt_tasks moves its task onto the lowest
+// runqueue and forgets resched_curr there (the kernel's push_rt_task
+// reschedules lowest_rq right after move_queued_task_locked): the pushed
+// task waits behind a lower-ranked donor until that CPU reschedules for
+// some other reason.
+func mutantPushNoResched() bool { return mutations.pushNoResched }

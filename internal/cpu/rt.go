@@ -124,6 +124,12 @@ func taskIsPushable(c *percpu.Ctx, r *rq.RQ, p *task.Task, cpu int) (int, []*tas
 // (move_queued_task_locked). Blocked links keep their home CPU, as in a
 // proxy migration; the execution context goes home to dst.
 func moveChain(c *percpu.Ctx, src, dst *rq.RQ, tasks []*task.Task) {
+	moveChainTasks(c, src, dst, tasks)
+	dst.CheckPreemptCurr(c, tasks[0])
+}
+
+// moveChainTasks is moveChain without the preempt check on dst.
+func moveChainTasks(c *percpu.Ctx, src, dst *rq.RQ, tasks []*task.Task) {
 	for i, t := range tasks {
 		blocked := proxy.TaskIsBlocked(c, t)
 		src.DeactivateTask(c, t, rq.DequeueMigrating)
@@ -134,7 +140,6 @@ func moveChain(c *percpu.Ctx, src, dst *rq.RQ, tasks []*task.Task) {
 		rq.SetTaskCPU(c, t, dst.CPU, blocked, why)
 		dst.ActivateTask(c, t, rq.EnqueueMigrated)
 	}
-	dst.CheckPreemptCurr(c, tasks[0])
 }
 
 // rtCandidates lists r's pushable RT tasks best first: the queued RT
@@ -243,7 +248,11 @@ func (m *Machine) pushRTTasks(c *percpu.Ctx, r *rq.RQ) {
 			ok, chain = taskIsPushable(c, r, p, target)
 		}
 		if ok == pushable && tr.CurrPrio() > p.SE.Prio {
-			moveChain(c, r, tr, chain)
+			if mutantPushNoResched() {
+				moveChainTasks(c, r, tr, chain)
+			} else {
+				moveChain(c, r, tr, chain)
+			}
 			c.Inc(stats.RTPushes)
 		} else {
 			c.Inc(stats.LockJugglingRetries) // things changed while the lock was dropped

@@ -118,6 +118,11 @@ type CPU struct {
 	// invariant 44: a sibling inside __schedule runs the scheduler, not
 	// its prev's code).
 	inSchedule bool
+	// outrankedSince is the virtual time of the first tick that found a
+	// queued RT or DL task outranking rq->donor with no need_resched
+	// (invariant 65), -1 when none. Read and written only by this CPU,
+	// at its ticks and picks.
+	outrankedSince int64
 
 	// CPU hotplug (internal/cpu/hotplug.go). hpReq is the pending request,
 	// posted by any CPU or the barrier, taken by this CPU.

@@ -43,6 +43,7 @@ func (cp *CPU) tick() {
 		cp.checkCurrDonor()
 	}
 	cp.checkDLBudget()
+	cp.checkDonorOutranked()
 	nr := r.NrRunning()
 	r.Unlock(c)
 	c.HardirqExit()

@@ -109,4 +109,6 @@ var meanings = map[string]Meaning{
 		"an exited task back on a runqueue: a use-after-free once its struct is freed."},
 	"dl-throttled-pick": {"pick_next_task never returns a throttled SCHED_DEADLINE task.",
 		"a deadline task running beyond its reservation."},
+	"donor-outranked": {"a queued RT or deadline task that comes before rq->donor (a higher class, a smaller RT prio, an earlier deadline) gets a reschedule: wakeup_preempt sets need_resched at once, and nothing leaves it waiting a tick without one. The donor is the judge, not the execution context a proxy runs.",
+		"an RT or deadline task that is runnable, queued on a CPU, and does not run while a less important task does: priority inversion with no lock to blame, a missed deadline, an RT latency spike of whole slices."},
 }

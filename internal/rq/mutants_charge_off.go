@@ -8,3 +8,4 @@ package rq
 func mutantChargeCurr() bool      { return false }
 func mutantDelayedOutOfAvg() bool { return false }
 func mutantDLNoThrottle() bool    { return false }
+func mutantRTPrioInverted() bool  { return false }

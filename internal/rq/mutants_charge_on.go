@@ -30,6 +30,9 @@ func SetMutant(name string, on bool) bool {
 	case "dl-no-throttle":
 		dlNoThrottle = on
 		return true
+	case "rt-prio-inverted":
+		rtPrioInverted = on
+		return true
 	}
 	return false
 }
@@ -51,3 +54,11 @@ func mutantDelayedOutOfAvg() bool { return delayedOutOfAvg }
 var dlNoThrottle bool
 
 func mutantDLNoThrottle() bool { return dlNoThrottle }
+
+// rtPrioInverted is a deliberate mistake for the donor-rank invariant:
+// wakeup_preempt between two RT tasks compares their priorities the
+// wrong way round, so a more important waking task does not preempt a
+// less important donor (and a less important one does).
+var rtPrioInverted bool
+
+func mutantRTPrioInverted() bool { return rtPrioInverted }

@@ -907,9 +907,15 @@ func (r *RQ) EndUncharged(c *percpu.Ctx) {
 }
 
 // CheckPreemptCurr is wakeup_preempt(): should p, just enqueued here,
-// preempt the donor? RT beats fair; fair by EEVDF.
+// preempt the donor? RT beats fair; fair by EEVDF. The donor's
+// promise is then checked (invariant 65, checkWakeupPreempt).
 func (r *RQ) CheckPreemptCurr(c *percpu.Ctx, p *task.Task) {
 	r.AssertHeld(c)
+	r.wakeupPreempt(c, p)
+	r.checkWakeupPreempt(c, p)
+}
+
+func (r *RQ) wakeupPreempt(c *percpu.Ctx, p *task.Task) {
 	d := r.donor
 	if d == r.Idle {
 		r.ReschedCurr(c)
@@ -921,7 +927,11 @@ func (r *RQ) CheckPreemptCurr(c *percpu.Ctx, p *task.Task) {
 	case p.SE.Policy.RT() && !d.SE.Policy.RT():
 		r.ReschedCurr(c)
 	case p.SE.Policy.RT() && d.SE.Policy.RT():
-		if p.SE.Prio < d.SE.Prio {
+		if mutantRTPrioInverted() {
+			if p.SE.Prio > d.SE.Prio {
+				r.ReschedCurr(c)
+			}
+		} else if p.SE.Prio < d.SE.Prio {
 			r.ReschedCurr(c)
 		}
 	case !p.SE.Policy.RT() && !d.SE.Policy.RT():
