@@ -70,10 +70,15 @@ func TestMutantChildUnlockedEnqueue(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.CPUs, cfg.SimTime, cfg.Seed = 8, 2_000_000_000, 5
 	cfg.WallLimit = 20 * time.Second
+	// The unlocked enqueue may also break a queue invariant before the
+	// race detector has seen two unordered accesses (1 run in 5): the
+	// run goes on past such violations, so that the race detector, the
+	// detector this test is about, gets its chance.
+	cfg.KeepGoing = true
 	m := newWorkloadMachine(t, cfg, "mixed", 32)
 	m.Run()
 	if vs := m.Rep.Violations(); len(vs) > 0 {
-		t.Fatalf("no race reported: the run stopped first at a violation: %v", vs[0])
+		t.Fatalf("no race reported; the run broke invariants instead: %v", names(vs))
 	}
 	t.Log("no race reported: the child ran to its end")
 }
