@@ -237,7 +237,7 @@ func TestFailureDirectory(t *testing.T) {
 	}
 	// the catalogue's signatures (internal/bugs/signatures_gen.go, from
 	// the hunt and the findings' reproducers) name the failure
-	if want := "proxysim: this is `" + f.bug + "`, see docs/findings.md F1"; !strings.Contains(errOut, want) {
+	if want := "proxysim: this is `" + f.bug + "`, finding F1: see docs/findings/F1-early-activation.md"; !strings.Contains(errOut, want) {
 		t.Errorf("the failure is not recognised: want %q in\n%s", want, tail(errOut, 2000))
 	}
 	var first failureMeta
